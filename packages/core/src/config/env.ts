@@ -1,0 +1,153 @@
+import path from "node:path";
+import { z } from "zod";
+import { PLAN_NAMES } from "./plans";
+
+/**
+ * The one module that reads `process.env`. Everything else receives a parsed
+ * `Config`, so tests build one from a plain object with `parseConfig`.
+ */
+
+const booleanFlag = z
+  .enum(["0", "1", "true", "false", ""])
+  .default("0")
+  .transform((value) => value === "1" || value === "true");
+
+const durationPattern = /^(\d+)(ms|s|m|h|d)$/;
+const durationUnitMs = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** Parses "30s", "2m", "1h", "500ms", "7d" into milliseconds. */
+export function parseDuration(text: string): number | undefined {
+  const match = durationPattern.exec(text.trim());
+  if (!match) return undefined;
+  return Number(match[1]) * durationUnitMs[match[2] as keyof typeof durationUnitMs];
+}
+
+const duration = z.string().transform((text, ctx) => {
+  const ms = parseDuration(text);
+  if (ms === undefined) {
+    ctx.addIssue({ code: "custom", message: `"${text}" is not a duration like 30s, 2m, 1h or 7d` });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const durationList = z.string().transform((text, ctx) => {
+  const parts = text.split(",").map((part) => part.trim());
+  const values = parts.map(parseDuration);
+  if (parts.length === 0 || values.some((value) => value === undefined)) {
+    ctx.addIssue({ code: "custom", message: `"${text}" is not a comma-separated list of durations like 30s,2m,10m,1h` });
+    return z.NEVER;
+  }
+  return values as number[];
+});
+
+/** "10/1h" = at most 10 events per hour. */
+const rateLimit = z.string().transform((text, ctx) => {
+  const [countText, windowText] = text.split("/");
+  const count = Number(countText);
+  const windowMs = windowText ? parseDuration(windowText) : undefined;
+  if (!Number.isInteger(count) || count < 1 || windowMs === undefined) {
+    ctx.addIssue({ code: "custom", message: `"${text}" is not a rate like 10/1h (count/duration)` });
+    return z.NEVER;
+  }
+  return { count, windowMs };
+});
+
+const postgresUrl = z.string().refine((value) => /^postgres(ql)?:\/\//.test(value), "must be a postgres:// or postgresql:// URL");
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  RETOUCH_DATA_DIR: z.string().min(1).default(".data"),
+  DATABASE_URL: postgresUrl.optional(),
+  RETOUCH_EMBEDDED_PG_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  SMTP_URL: z.url({ protocol: /^smtps?$/ }).optional(),
+  RETOUCH_MAIL_FROM: z.string().min(3).default("Retouch <no-reply@retouch.local>"),
+  RETOUCH_AUTH_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  RETOUCH_DEFAULT_PLAN: z.enum(PLAN_NAMES).default("free"),
+  RETOUCH_SIGNUP_CREDITS: z.coerce.number().int().min(0).max(1_000_000).default(10),
+  RETOUCH_SIGNUP_RATE_LIMIT: rateLimit.default({ count: 20, windowMs: 3_600_000 }),
+  RETOUCH_TRUST_PROXY: booleanFlag,
+  RETOUCH_WEBHOOK_ALLOW_INSECURE: booleanFlag,
+  RETOUCH_WEBHOOK_RETRY_DELAYS: durationList.default([30_000, 120_000, 600_000, 3_600_000]),
+  RETOUCH_SHUTDOWN_TIMEOUT: duration.default(10_000),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+export type Env = z.input<typeof envSchema>;
+
+export interface Config {
+  nodeEnv: "development" | "production" | "test";
+  port: number;
+  host: string;
+  /** Without a trailing slash. */
+  publicBaseUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  embeddedPostgresPort: number | undefined;
+  smtpUrl: string | undefined;
+  mailFrom: string;
+  /** Undefined means: generate one and keep it in the data directory. */
+  authSecret: string | undefined;
+  defaultPlan: (typeof PLAN_NAMES)[number];
+  signupCredits: number;
+  signupRateLimit: { count: number; windowMs: number };
+  trustProxy: boolean;
+  webhookAllowInsecure: boolean;
+  webhookRetryDelaysMs: number[];
+  shutdownTimeoutMs: number;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/**
+ * Parses an environment-like record. Every bad variable is reported at once,
+ * so an operator fixes them in one go.
+ */
+export function parseConfig(env: Record<string, string | undefined>, baseDir = process.cwd()): Config {
+  // An empty variable means "unset", as in most shells' `VAR= cmd` idiom.
+  const defined = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
+  const result = envSchema.safeParse(defined);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join(".") || "(environment)"}: ${issue.message}`));
+  }
+  const e = result.data;
+  const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, "");
+  return {
+    nodeEnv: e.NODE_ENV,
+    port: e.PORT,
+    host: e.HOST,
+    publicBaseUrl,
+    dataDir: path.resolve(baseDir, e.RETOUCH_DATA_DIR),
+    databaseUrl: e.DATABASE_URL,
+    embeddedPostgresPort: e.RETOUCH_EMBEDDED_PG_PORT,
+    smtpUrl: e.SMTP_URL,
+    mailFrom: e.RETOUCH_MAIL_FROM,
+    authSecret: e.RETOUCH_AUTH_SECRET,
+    defaultPlan: e.RETOUCH_DEFAULT_PLAN,
+    signupCredits: e.RETOUCH_SIGNUP_CREDITS,
+    signupRateLimit: e.RETOUCH_SIGNUP_RATE_LIMIT,
+    trustProxy: e.RETOUCH_TRUST_PROXY,
+    webhookAllowInsecure: e.RETOUCH_WEBHOOK_ALLOW_INSECURE,
+    webhookRetryDelaysMs: e.RETOUCH_WEBHOOK_RETRY_DELAYS,
+    shutdownTimeoutMs: e.RETOUCH_SHUTDOWN_TIMEOUT,
+    logLevel: e.LOG_LEVEL,
+  };
+}
+
+/**
+ * Reads the process environment. Relative paths are resolved against the
+ * directory the user ran `pnpm` from (pnpm runs package scripts inside the
+ * package, but `./.data` should mean the user's directory).
+ */
+export function loadConfig(): Config {
+  return parseConfig(process.env, process.env.INIT_CWD ?? process.cwd());
+}

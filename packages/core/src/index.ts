@@ -1,0 +1,16 @@
+export { AUTH_BASE_PATH } from "./auth/auth";
+export { type Config, ConfigError, loadConfig, parseConfig, parseDuration } from "./config/env";
+export { isPlanName, PLAN_LIMITS, PLAN_NAMES, type PlanName } from "./config/plans";
+export { type DatabaseHandle, type Db, openDatabase } from "./db/database";
+export { migrateToLatest } from "./db/migrate";
+export { ERROR_CODES, type ErrorCode } from "./errors/error-codes";
+export { type ErrorBody, RetouchError } from "./errors/retouch-error";
+export { createLogger, type Logger } from "./lib/logger";
+export { constantTimeEqual, randomHex, sha256Hex } from "./lib/secrets";
+export { createMailer, type Mailer, type MailMessage } from "./mail/mailer";
+export type { Principal, RequestInfo } from "./services/principal";
+export { createServices, type ServiceDependencies, type Services } from "./services/services";
+export { type Context, createContext } from "./trpc/context";
+export { isClientError, toRetouchError } from "./trpc/errors";
+export { type AppRouter, appRouter } from "./trpc/router";
+export { createCallerFactory, type ProcedureMeta } from "./trpc/trpc";

@@ -1,0 +1,151 @@
+import { isAPIError } from "better-auth/api";
+import type { Auth } from "../auth/auth";
+import type { Config } from "../config/env";
+import { RetouchError } from "../errors/retouch-error";
+import type { Logger } from "../lib/logger";
+import type { RateLimitsStore } from "../stores/rate-limits.store";
+import type { Principal, RequestInfo } from "./principal";
+import type { ProfilesService } from "./profiles.service";
+
+export interface SignUpInput {
+  email: string;
+  password: string;
+  name: string;
+}
+
+export interface SignInInput {
+  email: string;
+  password: string;
+}
+
+export interface SessionResult {
+  token: string;
+  user: { id: string; email: string; name: string };
+  /** `Set-Cookie` values carrying the session cookie. */
+  setCookie: string[];
+}
+
+export type EmailVerificationOutcome =
+  | { verified: true; email: string | undefined }
+  | { verified: false; reason: "expired" | "invalid" };
+
+/** better-auth's error code of an APIError, if that is what was thrown. */
+function authErrorCode(error: unknown): string | undefined {
+  if (!isAPIError(error)) return undefined;
+  const body = error.body as { code?: unknown } | undefined;
+  return typeof body?.code === "string" ? body.code : undefined;
+}
+
+export class AccountsService {
+  constructor(
+    private readonly deps: {
+      auth: Auth;
+      profiles: ProfilesService;
+      rateLimits: RateLimitsStore;
+      config: Pick<Config, "signupRateLimit">;
+      logger: Logger;
+    },
+  ) {}
+
+  async signUp(input: SignUpInput, request: RequestInfo): Promise<SessionResult> {
+    await this.limitPerIp("sign-up", request, "Too many sign-ups from this address");
+    try {
+      const { headers, response } = await this.deps.auth.api.signUpEmail({
+        body: { email: input.email, password: input.password, name: input.name },
+        headers: request.headers,
+        returnHeaders: true,
+      });
+      if (!response.token) throw new Error("better-auth returned no session token after sign-up");
+      await this.deps.profiles.ensure(response.user.id);
+      this.deps.logger.info({ userId: response.user.id }, "account created");
+      return this.toSession(response.token, response.user, headers);
+    } catch (error) {
+      const code = authErrorCode(error);
+      if (code === "USER_ALREADY_EXISTS" || code === "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL") {
+        throw new RetouchError("email_already_registered");
+      }
+      if (code === "PASSWORD_TOO_SHORT" || code === "PASSWORD_TOO_LONG" || code === "INVALID_EMAIL") {
+        throw new RetouchError("invalid_request", isAPIError(error) ? error.message : undefined);
+      }
+      throw error;
+    }
+  }
+
+  async signIn(input: SignInInput, request: RequestInfo): Promise<SessionResult> {
+    try {
+      const { headers, response } = await this.deps.auth.api.signInEmail({
+        body: { email: input.email, password: input.password },
+        headers: request.headers,
+        returnHeaders: true,
+      });
+      return this.toSession(response.token, response.user, headers);
+    } catch (error) {
+      if (isAPIError(error) && error.statusCode === 401) throw new RetouchError("invalid_credentials");
+      throw error;
+    }
+  }
+
+  /**
+   * Sends a fresh verification link. Answers the same whether or not the
+   * address has an unverified account, so it reveals nothing.
+   */
+  async resendVerification(email: string, request: RequestInfo): Promise<{ ok: true }> {
+    await this.limitPerIp("verification-mail", request, "Too many verification emails requested from this address");
+    // No session headers: better-auth then takes its enumeration-safe path (constant time, same answer).
+    await this.deps.auth.api.sendVerificationEmail({ body: { email }, headers: new Headers() });
+    return { ok: true };
+  }
+
+  private async limitPerIp(action: string, request: RequestInfo, message: string): Promise<void> {
+    const { count, windowMs } = this.deps.config.signupRateLimit;
+    const decision = await this.deps.rateLimits.hit(`${action}:${request.ip}`, { limit: count, windowMs });
+    if (!decision.allowed) {
+      throw new RetouchError("rate_limited", `${message}; retry after the time given in Retry-After.`, {
+        retryAfterSeconds: decision.retryAfterSeconds,
+      });
+    }
+  }
+
+  /** The account behind a session cookie, if the headers carry a live one. */
+  async sessionPrincipal(headers: Headers): Promise<Principal | undefined> {
+    if (!headers.get("cookie")) return undefined;
+    const session = await this.deps.auth.api.getSession({ headers });
+    if (!session) return undefined;
+    return {
+      userId: session.user.id,
+      email: session.user.email,
+      name: session.user.name,
+      emailVerified: session.user.emailVerified,
+      via: "session",
+    };
+  }
+
+  /** Checks the token from a verification link and marks the address verified. */
+  async verifyEmail(token: string, headers: Headers): Promise<EmailVerificationOutcome> {
+    try {
+      await this.deps.auth.api.verifyEmail({ query: { token }, headers });
+      const email = this.emailInToken(token);
+      this.deps.logger.info({ email }, "email verified");
+      return { verified: true, email };
+    } catch (error) {
+      const code = authErrorCode(error);
+      if (code === "TOKEN_EXPIRED") return { verified: false, reason: "expired" };
+      if (isAPIError(error)) return { verified: false, reason: "invalid" };
+      throw error;
+    }
+  }
+
+  /** The verification token is a signed JWT; its payload names the address (already checked by better-auth). */
+  private emailInToken(token: string): string | undefined {
+    try {
+      const payload = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8")) as { email?: unknown };
+      return typeof payload.email === "string" ? payload.email : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private toSession(token: string, user: { id: string; email: string; name: string }, headers: Headers): SessionResult {
+    return { token, user: { id: user.id, email: user.email, name: user.name }, setCookie: headers.getSetCookie() };
+  }
+}

@@ -1,0 +1,17 @@
+/** Who is calling: resolved from a bearer API key or a session cookie. */
+export interface Principal {
+  userId: string;
+  email: string;
+  name: string;
+  emailVerified: boolean;
+  via: "api_key" | "session";
+  /** Set when `via` is "api_key". */
+  keyId?: string;
+}
+
+/** What the services need to know about the HTTP request, whatever the transport. */
+export interface RequestInfo {
+  headers: Headers;
+  /** The client's address, already resolved through trusted proxies. */
+  ip: string;
+}

@@ -1,0 +1,29 @@
+import type { SessionResult } from "../services/accounts.service";
+import type { RequestInfo } from "../services/principal";
+import type { Services } from "../services/services";
+
+/**
+ * The pure context: what a procedure needs, with no trace of the transport.
+ * The HTTP host builds one per request; tests build one directly and call
+ * procedures through `createCaller`.
+ */
+export interface Context {
+  services: Services;
+  request: RequestInfo;
+  /** Headers a procedure asks the transport to send back (the session's `Set-Cookie`). */
+  responseHeaders: Array<[name: string, value: string]>;
+}
+
+export function createContext(services: Services, request: Partial<RequestInfo> = {}): Context {
+  return {
+    services,
+    request: { headers: request.headers ?? new Headers(), ip: request.ip ?? "127.0.0.1" },
+    responseHeaders: [],
+  };
+}
+
+/** The session body for the client; its cookie goes out as `Set-Cookie`. */
+export function sessionResponse(ctx: Context, { setCookie, ...session }: SessionResult): Omit<SessionResult, "setCookie"> {
+  for (const cookie of setCookie) ctx.responseHeaders.push(["Set-Cookie", cookie]);
+  return session;
+}

@@ -1,0 +1,68 @@
+import { TRPCError } from "@trpc/server";
+import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
+import { ZodError } from "zod";
+import { RetouchError } from "../errors/retouch-error";
+
+const trpcCodeByStatus: Record<number, TRPC_ERROR_CODE_KEY> = {
+  400: "BAD_REQUEST",
+  401: "UNAUTHORIZED",
+  402: "PAYMENT_REQUIRED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  405: "METHOD_NOT_SUPPORTED",
+  413: "PAYLOAD_TOO_LARGE",
+  415: "UNSUPPORTED_MEDIA_TYPE",
+  422: "UNPROCESSABLE_CONTENT",
+  429: "TOO_MANY_REQUESTS",
+  500: "INTERNAL_SERVER_ERROR",
+  502: "BAD_GATEWAY",
+  503: "SERVICE_UNAVAILABLE",
+};
+
+export function trpcCodeFor(error: RetouchError): TRPC_ERROR_CODE_KEY {
+  return trpcCodeByStatus[error.status] ?? "INTERNAL_SERVER_ERROR";
+}
+
+function fromZodError(error: ZodError): RetouchError {
+  const issues = error.issues.map((issue) => ({ path: issue.path.join("."), message: issue.message }));
+  const summary = issues.map((issue) => (issue.path ? `${issue.path}: ${issue.message}` : issue.message)).join("; ");
+  return new RetouchError("invalid_request", `Invalid request: ${summary}`, { issues });
+}
+
+/**
+ * Turns anything a procedure or adapter threw into the domain error that the
+ * client sees. Unknown errors become a generic `internal_error`: their message
+ * and stack stay in the logs.
+ */
+export function toRetouchError(error: unknown): RetouchError {
+  if (error instanceof RetouchError) return error;
+  if (error instanceof ZodError) return fromZodError(error);
+  if (error instanceof TRPCError) {
+    if (error.cause instanceof RetouchError) return error.cause;
+    if (error.cause instanceof ZodError) return fromZodError(error.cause);
+    switch (error.code) {
+      case "PARSE_ERROR":
+        return new RetouchError("invalid_json");
+      case "BAD_REQUEST":
+        if (error.cause instanceof SyntaxError) return new RetouchError("invalid_json");
+        // tRPC's own input errors (e.g. a malformed batch call) carry safe messages.
+        return new RetouchError("invalid_request", error.message);
+      case "PAYLOAD_TOO_LARGE":
+        return new RetouchError("payload_too_large");
+      case "UNSUPPORTED_MEDIA_TYPE":
+        return new RetouchError("unsupported_media_type");
+      case "NOT_FOUND":
+        return new RetouchError("not_found");
+      case "METHOD_NOT_SUPPORTED":
+        return new RetouchError("method_not_allowed");
+      default:
+        return new RetouchError("internal_error", undefined, { cause: error });
+    }
+  }
+  return new RetouchError("internal_error", undefined, { cause: error });
+}
+
+/** True for errors the client caused; false for the ones worth an error log line. */
+export function isClientError(error: RetouchError): boolean {
+  return error.status < 500;
+}

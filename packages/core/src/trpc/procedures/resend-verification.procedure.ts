@@ -1,0 +1,19 @@
+import { resendVerificationInput } from "../../schemas/accounts.schemas";
+import { okOutput } from "../../schemas/api-keys.schemas";
+import { publicProcedure } from "../trpc";
+
+export const resendVerification = publicProcedure
+  .meta({
+    openapi: {
+      method: "POST",
+      path: "/auth/send-verification-email",
+      protect: false,
+      tags: ["Accounts"],
+      summary: "Send the verification link again",
+      description:
+        "Emails a fresh verification link when the address has an unverified account. The answer is the same either way, so it reveals nothing about which addresses are registered. Rate limited per IP.",
+    },
+  })
+  .input(resendVerificationInput)
+  .output(okOutput)
+  .mutation(({ ctx, input }) => ctx.services.accounts.resendVerification(input.email, ctx.request));

@@ -1,0 +1,18 @@
+import { sessionOutput, signInInput } from "../../schemas/accounts.schemas";
+import { sessionResponse } from "../context";
+import { publicProcedure } from "../trpc";
+
+export const signIn = publicProcedure
+  .meta({
+    openapi: {
+      method: "POST",
+      path: "/auth/sign-in/email",
+      protect: false,
+      tags: ["Accounts"],
+      summary: "Sign in",
+      description: "Returns a new session (body `token` and a `Set-Cookie` session cookie). Works before the email is verified.",
+    },
+  })
+  .input(signInInput)
+  .output(sessionOutput)
+  .mutation(async ({ ctx, input }) => sessionResponse(ctx, await ctx.services.accounts.signIn(input, ctx.request)));

@@ -1,0 +1,77 @@
+import { initTRPC, TRPCError } from "@trpc/server";
+import type { OpenApiMeta } from "trpc-to-openapi";
+import { RetouchError } from "../errors/retouch-error";
+import type { Principal } from "../services/principal";
+import type { Context } from "./context";
+import { toRetouchError, trpcCodeFor } from "./errors";
+
+export interface ProcedureMeta extends OpenApiMeta {
+  /** HTTP status of a successful REST response (200 unless said otherwise). */
+  successStatus?: number;
+}
+
+const t = initTRPC
+  .context<Context>()
+  .meta<ProcedureMeta>()
+  .create({
+    // Never send stacks to clients, whatever NODE_ENV says.
+    isDev: false,
+    errorFormatter: ({ shape, error }) => {
+      const domain = toRetouchError(error);
+      return {
+        message: domain.message,
+        code: shape.code,
+        data: {
+          code: domain.code,
+          httpStatus: domain.status,
+          ...(domain.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: domain.retryAfterSeconds }),
+          ...(domain.issues ? { issues: domain.issues } : {}),
+          path: shape.data.path,
+        },
+      };
+    },
+  });
+
+/** Domain errors keep their meaning on every transport: map them to the matching tRPC code. */
+const domainErrors = t.middleware(async ({ next }) => {
+  const result = await next();
+  if (!result.ok && result.error.cause instanceof RetouchError) {
+    const cause = result.error.cause;
+    throw new TRPCError({ code: trpcCodeFor(cause), message: cause.message, cause });
+  }
+  return result;
+});
+
+function bearerToken(headers: Headers): string | undefined {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "");
+  return match?.[1];
+}
+
+async function principalFromKey(ctx: Context): Promise<Principal | undefined> {
+  const token = bearerToken(ctx.request.headers);
+  return token ? ctx.services.apiKeys.authenticate(token) : undefined;
+}
+
+const requireApiKey = t.middleware(async ({ ctx, next }) => {
+  const principal = await principalFromKey(ctx);
+  if (!principal) throw new RetouchError("unauthorized");
+  return next({ ctx: { principal } });
+});
+
+const requireKeyOrSession = t.middleware(async ({ ctx, next }) => {
+  // A bearer header that is present but wrong is refused, not silently ignored in favour of a cookie.
+  const principal = bearerToken(ctx.request.headers)
+    ? await principalFromKey(ctx)
+    : await ctx.services.accounts.sessionPrincipal(ctx.request.headers);
+  if (!principal) throw new RetouchError("unauthorized");
+  return next({ ctx: { principal } });
+});
+
+export const router = t.router;
+export const createCallerFactory = t.createCallerFactory;
+/** No credentials needed (sign-up, sign-in). */
+export const publicProcedure = t.procedure.use(domainErrors);
+/** `Authorization: Bearer pk_...` only. */
+export const apiKeyProcedure = publicProcedure.use(requireApiKey);
+/** A bearer key or the session cookie (the key-management routes). */
+export const accountProcedure = publicProcedure.use(requireKeyOrSession);

@@ -1,0 +1,103 @@
+import path from "node:path";
+import { parseArgs } from "node:util";
+import {
+  ConfigError,
+  createLogger,
+  createMailer,
+  createServices,
+  isPlanName,
+  loadConfig,
+  PLAN_NAMES,
+  RetouchError,
+} from "@retouch/core";
+import { pino } from "pino";
+import { resolveAuthSecret } from "../auth-secret";
+import { openConfiguredDatabase } from "../postgres/database";
+
+const USAGE = `Usage: pnpm retouch admin <command> [arguments]
+
+Operator commands. They act on DATABASE_URL when it is set, otherwise on the
+embedded database in RETOUCH_DATA_DIR (the running server's, or started for
+the duration of the command).
+
+Commands:
+  verify-email <email>                     mark the account's email as verified
+  grant-credits <email> <amount> [--note <text>]
+                                           add credits (a negative amount removes them)
+  set-plan <email> <${PLAN_NAMES.join("|")}>  change the account's plan
+  show <email>                             print the account's plan, credits and status
+`;
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { note: { type: "string" }, help: { type: "boolean", short: "h" } },
+  });
+  const [scope, command, ...args] = positionals;
+  if (values.help || scope !== "admin" || !command) {
+    process.stdout.write(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const config = loadConfig();
+  // Logs go to stderr so stdout carries only the command's result.
+  const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel, pino.destination(2));
+  const database = await openConfiguredDatabase(config, logger, { maxConnections: 2 });
+  const mailer = createMailer({ from: config.mailFrom, outboxDir: path.join(config.dataDir, "outbox"), logger });
+  try {
+    const services = createServices({ db: database.db, config, logger, mailer, authSecret: await resolveAuthSecret(config) });
+    const email = args[0];
+    if (!email) throw new UsageError(`${command} needs an email address`);
+    switch (command) {
+      case "verify-email": {
+        const user = await services.admin.verifyEmail(email);
+        process.stdout.write(`Verified ${user.email} (${user.id}).\n`);
+        return 0;
+      }
+      case "grant-credits": {
+        const amount = Number(args[1]);
+        if (!Number.isInteger(amount) || amount === 0) throw new UsageError("grant-credits needs a non-zero whole amount");
+        const { user, balance } = await services.admin.grantCredits(email, amount, values.note);
+        process.stdout.write(
+          `${amount > 0 ? "Granted" : "Removed"} ${Math.abs(amount)} credits ${amount > 0 ? "to" : "from"} ${user.email}; balance is now ${balance}.\n`,
+        );
+        return 0;
+      }
+      case "set-plan": {
+        const plan = args[1] ?? "";
+        if (!isPlanName(plan)) throw new UsageError(`set-plan needs one of: ${PLAN_NAMES.join(", ")}`);
+        const user = await services.admin.setPlan(email, plan);
+        process.stdout.write(`${user.email} is now on the ${plan} plan.\n`);
+        return 0;
+      }
+      case "show": {
+        const account = await services.admin.describe(email);
+        process.stdout.write(`${JSON.stringify(account, null, 2)}\n`);
+        return 0;
+      }
+      default:
+        throw new UsageError(`unknown command "${command}"`);
+    }
+  } finally {
+    mailer.close();
+    await database.shutdown();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`${error.message}\n\n${USAGE}`);
+      process.exit(2);
+    }
+    if (error instanceof RetouchError || error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    process.stderr.write(`admin command failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

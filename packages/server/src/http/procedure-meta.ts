@@ -1,0 +1,38 @@
+import type { IncomingMessage } from "node:http";
+import { type AppRouter, appRouter, type Context, type ProcedureMeta, toRetouchError } from "@retouch/core";
+import type { TRPCError } from "@trpc/server";
+
+type ProcedureRecord = Record<string, { _def: { meta?: ProcedureMeta } }>;
+
+export function procedureMeta(path: string | undefined): ProcedureMeta | undefined {
+  if (!path) return undefined;
+  return (appRouter._def.procedures as unknown as ProcedureRecord)[path]?._def.meta;
+}
+
+/**
+ * Status and headers of a REST or tRPC response: the procedure's declared
+ * success status (201 for key creation), the headers it asked for
+ * (`Set-Cookie`), and for errors the status of the domain error table plus
+ * `Retry-After`.
+ */
+export function responseMetaFor(opts: {
+  ctx?: Context | undefined;
+  paths?: readonly string[] | undefined;
+  errors: readonly TRPCError[];
+}): { status?: number; headers: Record<string, string | string[]> } {
+  const headers: Record<string, string | string[]> = {};
+  for (const [name, value] of opts.ctx?.responseHeaders ?? []) {
+    const existing = headers[name];
+    headers[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value];
+  }
+  const [error] = opts.errors;
+  if (error) {
+    const domain = toRetouchError(error);
+    return { status: domain.status, headers: { ...headers, ...domain.headers() } };
+  }
+  const status = opts.paths?.length === 1 ? procedureMeta(opts.paths[0])?.successStatus : undefined;
+  return status ? { status, headers } : { headers };
+}
+
+export type RequestWithBody = IncomingMessage & { body?: unknown };
+export type { AppRouter };

@@ -1,0 +1,35 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { appRouter, isClientError, type RetouchError, type Services, toRetouchError } from "@retouch/core";
+import { createOpenApiNodeHttpHandler } from "trpc-to-openapi";
+import { responseMetaFor } from "./procedure-meta";
+import { createHttpContext } from "./request-context";
+
+/**
+ * REST at the spec's paths, served from the router by trpc-to-openapi.
+ * The adapter writes its own error body (with tRPC's code names, and the
+ * message of any plain Error); we replace it with the one error shape of the
+ * error table, so clients see `{ code: "email_unverified", message }` and
+ * nothing internal.
+ */
+export function createRestHandler(services: Services) {
+  const failures = new WeakMap<IncomingMessage, RetouchError>();
+  const handler = createOpenApiNodeHttpHandler({
+    router: appRouter,
+    createContext: ({ req }) => createHttpContext(services, req),
+    responseMeta: responseMetaFor,
+    onError: ({ error, req, path }) => {
+      const domain = toRetouchError(error);
+      failures.set(req, domain);
+      if (!isClientError(domain)) services.logger.error({ err: error, path }, "request failed");
+    },
+  });
+
+  return async (req: IncomingMessage, res: ServerResponse, next: () => void): Promise<void> => {
+    const end = res.end.bind(res) as (chunk?: unknown) => ServerResponse;
+    res.end = ((chunk?: unknown) => {
+      const failure = failures.get(req);
+      return end(failure && res.statusCode >= 400 ? JSON.stringify(failure.toBody()) : chunk);
+    }) as ServerResponse["end"];
+    await handler(req, res, next);
+  };
+}

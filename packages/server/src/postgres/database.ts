@@ -1,0 +1,42 @@
+import { type Config, type DatabaseHandle, type Logger, migrateToLatest, openDatabase } from "@retouch/core";
+import { startEmbeddedPostgres } from "./embedded-postgres";
+
+export interface OpenedDatabase extends DatabaseHandle {
+  /** Where it runs: "external" (DATABASE_URL) or "embedded". */
+  kind: "external" | "embedded";
+  /** Closes the pool and stops the embedded server if this process owns it. */
+  shutdown(): Promise<void>;
+}
+
+/** `DATABASE_URL` when set, else the embedded PostgreSQL in the data directory; migrated to the latest schema. */
+export async function openConfiguredDatabase(
+  config: Pick<Config, "databaseUrl" | "dataDir" | "embeddedPostgresPort">,
+  logger: Logger,
+  options: { maxConnections?: number } = {},
+): Promise<OpenedDatabase> {
+  const embedded = config.databaseUrl
+    ? undefined
+    : await startEmbeddedPostgres({
+        dataDir: config.dataDir,
+        ...(config.embeddedPostgresPort ? { port: config.embeddedPostgresPort } : {}),
+        logger,
+      });
+  const url = config.databaseUrl ?? (embedded?.url as string);
+  const handle = openDatabase(url, options);
+  try {
+    const { applied } = await migrateToLatest(handle.db);
+    if (applied.length > 0) logger.info({ applied }, "database migrated");
+  } catch (error) {
+    await handle.close();
+    await embedded?.stop();
+    throw error;
+  }
+  return {
+    ...handle,
+    kind: embedded ? "embedded" : "external",
+    async shutdown() {
+      await handle.close();
+      await embedded?.stop();
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import { randomBytes } from "node:crypto";
+import { expect } from "vitest";
+import { request } from "./http-client";
+import { verificationLinkFor } from "./outbox";
+
+export interface TestAccount {
+  email: string;
+  password: string;
+  name: string;
+  userId: string;
+  token: string;
+  /** `name=value` of the session cookie. */
+  cookie: string;
+}
+
+export function uniqueEmail(label = "user"): string {
+  return `${label}-${randomBytes(4).toString("hex")}@example.com`;
+}
+
+/** The `name=value` part of the session cookie from a Set-Cookie header. */
+export function sessionCookie(headers: Headers): string {
+  const cookie = headers.getSetCookie().find((value) => value.includes(".session_token="));
+  if (!cookie) throw new Error("no session cookie in the response");
+  return cookie.split(";")[0] as string;
+}
+
+export async function signUp(
+  baseUrl: string,
+  overrides: Partial<Pick<TestAccount, "email" | "password" | "name">> = {},
+): Promise<TestAccount> {
+  const input = { email: uniqueEmail(), password: "correct horse battery", name: "Test User", ...overrides };
+  const response = await request(baseUrl, "POST", "/auth/sign-up/email", { body: input });
+  expect(response.status, response.text).toBe(200);
+  return { ...input, userId: response.body.user.id, token: response.body.token, cookie: sessionCookie(response.headers) };
+}
+
+/** Opens the emailed verification link like a browser would. */
+export async function verifyEmail(baseUrl: string, outboxDir: string, email: string): Promise<void> {
+  const link = await verificationLinkFor(outboxDir, email);
+  const target = new URL(link);
+  const response = await fetch(`${baseUrl}${target.pathname}${target.search}`);
+  expect(response.status).toBe(200);
+}
+
+export async function signUpVerified(app: { url: string; outboxDir: string }): Promise<TestAccount> {
+  const account = await signUp(app.url);
+  await verifyEmail(app.url, app.outboxDir, account.email);
+  return account;
+}
+
+export async function createKey(
+  baseUrl: string,
+  account: Pick<TestAccount, "cookie">,
+  name = "test key",
+): Promise<{ key: string; id: string }> {
+  const response = await request(baseUrl, "POST", "/api/keys", { cookie: account.cookie, body: { name } });
+  expect(response.status, response.text).toBe(201);
+  return { key: response.body.key, id: response.body.id };
+}

@@ -1,0 +1,49 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { type Config, createLogger, parseConfig, type Services } from "@retouch/core";
+import { startRetouch } from "../../src/app";
+import { freePort } from "./free-port";
+import { createTestDatabase } from "./test-database";
+
+export interface TestApp {
+  url: string;
+  config: Config;
+  services: Services;
+  /** Every log line the app wrote, as JSON text. */
+  logs: string[];
+  outboxDir: string;
+  close(): Promise<void>;
+}
+
+/** A real Retouch (HTTP on loopback, its own database) inside the test process. */
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const database = await createTestDatabase();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-test-"));
+  const port = await freePort();
+  const config = parseConfig({
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    RETOUCH_DATA_DIR: dataDir,
+    DATABASE_URL: database.url,
+    LOG_LEVEL: "debug",
+    RETOUCH_SIGNUP_RATE_LIMIT: "1000/1h",
+    ...env,
+  });
+  const logs: string[] = [];
+  const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
+  const app = await startRetouch({ config, logger });
+  if (!app.http) throw new Error("test app has no HTTP server");
+  return {
+    url: app.http.url,
+    config,
+    services: app.services,
+    logs,
+    outboxDir: path.join(dataDir, "outbox"),
+    async close() {
+      await app.close();
+      await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["packages/*/test/**/*.test.ts", "examples/*/test/**/*.test.ts"],
+    // One embedded PostgreSQL for the run; each test file gets its own database cloned from a migrated template.
+    globalSetup: ["./test/global-setup.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: "forks",
+    reporters: ["default"],
+  },
+});
