@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sessionCookie, signUp, uniqueEmail, verifyEmail } from "./support/accounts";
-import { request } from "./support/http-client";
-import { readOutbox, verificationLinkFor } from "./support/outbox";
-import { startTestApp, type TestApp } from "./support/test-app";
+import { sessionCookie, signUp, uniqueEmail, verifyEmail } from "../../../test/support/accounts";
+import { request } from "../../../test/support/http-client";
+import { readOutbox, verificationLinkFor } from "../../../test/support/outbox";
+import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 let app: TestApp;
 beforeAll(async () => {

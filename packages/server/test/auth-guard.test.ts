@@ -1,8 +1,8 @@
 import { appRouter, type ProcedureMeta } from "@retouch/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey, signUpVerified } from "./support/accounts";
-import { request } from "./support/http-client";
-import { startTestApp, type TestApp } from "./support/test-app";
+import { createKey, signUpVerified } from "../../../test/support/accounts";
+import { request } from "../../../test/support/http-client";
+import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
  * The same authentication checks against every protected REST route, taken

@@ -1,8 +1,8 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey, signUpVerified, type TestAccount } from "./support/accounts";
-import { request } from "./support/http-client";
-import { startTestApp, type TestApp } from "./support/test-app";
+import { createKey, signUpVerified, type TestAccount } from "../../../test/support/accounts";
+import { request } from "../../../test/support/http-client";
+import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 let app: TestApp;
 let account: TestAccount;

@@ -1,10 +1,10 @@
 import type { AddressInfo } from "node:net";
 import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { signUp } from "./support/accounts";
-import { request } from "./support/http-client";
-import { parseMail, type ReceivedMail, readOutbox } from "./support/outbox";
-import { startTestApp, type TestApp } from "./support/test-app";
+import { signUp } from "../../../test/support/accounts";
+import { request } from "../../../test/support/http-client";
+import { parseMail, type ReceivedMail, readOutbox } from "../../../test/support/outbox";
+import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 let smtp: SMTPServer;
 let app: TestApp;

@@ -3,12 +3,12 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey, signUp } from "./support/accounts";
-import { freePort } from "./support/free-port";
-import { request } from "./support/http-client";
-import { verificationLinkFor } from "./support/outbox";
-import { type RetouchProcess, runAdmin, spawnRetouch } from "./support/spawn-retouch";
-import { createTestDatabase } from "./support/test-database";
+import { createKey, signUp } from "../../../test/support/accounts";
+import { freePort } from "../../../test/support/free-port";
+import { request } from "../../../test/support/http-client";
+import { verificationLinkFor } from "../../../test/support/outbox";
+import { type RetouchProcess, runAdmin, spawnRetouch } from "../../../test/support/spawn-retouch";
+import { createTestDatabase } from "../../../test/support/test-database";
 
 /**
  * The real entry point as an operator runs it: its own embedded PostgreSQL in

@@ -53,7 +53,7 @@ class OutboxMailer implements Mailer {
 
   async send(message: MailMessage): Promise<{ location: string }> {
     const info = await this.transport.sendMail({ from: this.from, ...message });
-    await mkdir(this.dir, { recursive: true });
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const safeRecipient = message.to.replace(/[^a-zA-Z0-9@._-]/g, "_");
     const file = path.join(this.dir, `${new Date().toISOString().replace(/[:.]/g, "-")}-${safeRecipient}.eml`);
     await writeFile(file, info.message as Buffer, { mode: 0o600 });

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { type Config, createLogger, parseConfig, type Services } from "@retouch/core";
-import { startRetouch } from "../../src/app";
+import { startRetouch } from "@retouch/server";
 import { freePort } from "./free-port";
 import { createTestDatabase } from "./test-database";
 

@@ -1,0 +1,163 @@
+import { parseArgs } from "node:util";
+import { ApiError, NetworkError } from "./api-client";
+import { type CommandContext, loadContext, UsageError } from "./command-context";
+import { login, logout, resendVerification, signup } from "./commands/account.commands";
+import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.commands";
+import { configPath } from "./config-store";
+import { Output } from "./output";
+
+const VERSION = "0.1.0";
+
+/** Exit codes scripts can rely on. */
+export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, limits: 4, network: 5 } as const;
+
+interface Command {
+  words: string[];
+  usage: string;
+  summary: string;
+  run(ctx: CommandContext): Promise<void>;
+}
+
+const COMMANDS: Command[] = [
+  { words: ["signup"], usage: "signup --email <address> [--name <name>]", summary: "create an account and sign in", run: signup },
+  {
+    words: ["login"],
+    usage: "login --email <address> | login --key <pk_...>",
+    summary: "sign in, or store an API key",
+    run: login,
+  },
+  { words: ["logout"], usage: "logout", summary: "forget the stored session and key", run: logout },
+  {
+    words: ["resend-verification"],
+    usage: "resend-verification [--email <address>]",
+    summary: "email a fresh verification link",
+    run: resendVerification,
+  },
+  { words: ["keys", "list"], usage: "keys list", summary: "list your API keys", run: listKeys },
+  {
+    words: ["keys", "create"],
+    usage: "keys create <name> [--use]",
+    summary: "create an API key (--use: keep it for this CLI)",
+    run: createKey,
+  },
+  { words: ["keys", "revoke"], usage: "keys revoke <key_id>", summary: "revoke an API key", run: revokeKey },
+  { words: ["secret"], usage: "secret", summary: "print your webhook signing secret", run: webhookSecret },
+];
+
+function help(): string {
+  const width = Math.max(...COMMANDS.map((command) => command.usage.length));
+  return `retouch ${VERSION}: the Retouch image-editing API from your terminal
+
+Usage: retouch <command> [options]
+
+Commands:
+${COMMANDS.map((command) => `  ${command.usage.padEnd(width)}  ${command.summary}`).join("\n")}
+
+Options:
+  --base-url <url>  server address (env RETOUCH_BASE_URL; default http://localhost:3000)
+  --json            print results as JSON (for scripts)
+  -q, --quiet       print nothing but errors
+  -h, --help        show help (also after a command)
+  -v, --version     print the version
+
+Passwords are read from a hidden prompt, from stdin when piped, or from RETOUCH_PASSWORD.
+Credentials are kept in ${configPath(process.env)} (mode 0600); RETOUCH_API_KEY overrides them.
+
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 authentication or verification needed,
+4 out of credits or rate limited, 5 server unreachable.
+`;
+}
+
+function explain(error: ApiError, ctx: CommandContext | undefined): string {
+  switch (error.code) {
+    case "email_unverified":
+      return `verify your email first: open the link we sent to ${ctx?.config.email ?? "your address"} (or run \`retouch resend-verification\`)`;
+    case "unauthorized":
+      return "not signed in or the credential was revoked: run `retouch login --email <you@example.com>`";
+    case "invalid_credentials":
+      return "wrong email or password";
+    case "rate_limited":
+    case "too_many_in_flight":
+      return `${error.message}${error.retryAfterSeconds ? ` (retry in ${error.retryAfterSeconds} s)` : ""}`;
+    default:
+      return error.message;
+  }
+}
+
+function exitCodeFor(error: ApiError): number {
+  if (error.status === 401 || error.status === 403) return EXIT.auth;
+  if (error.status === 402 || error.status === 429) return EXIT.limits;
+  return EXIT.failure;
+}
+
+export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        "base-url": { type: "string" },
+        json: { type: "boolean" },
+        quiet: { type: "boolean", short: "q" },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "v" },
+        email: { type: "string" },
+        name: { type: "string" },
+        key: { type: "string" },
+        use: { type: "boolean" },
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`error: ${(error as Error).message}\n\n${help()}`);
+    return EXIT.usage;
+  }
+  const { values, positionals } = parsed;
+  const out = new Output({ json: values.json === true, quiet: values.quiet === true });
+  if (values.version) {
+    process.stdout.write(`${VERSION}\n`);
+    return EXIT.ok;
+  }
+  const command = COMMANDS.find((candidate) => candidate.words.every((word, index) => positionals[index] === word));
+  if (values.help || !command) {
+    if (values.help && command) process.stdout.write(`Usage: retouch ${command.usage}\n\n${command.summary}\n`);
+    else process.stdout.write(help());
+    return values.help || positionals.length === 0 ? EXIT.ok : EXIT.usage;
+  }
+
+  let ctx: CommandContext | undefined;
+  try {
+    ctx = await loadContext({
+      args: positionals.slice(command.words.length),
+      flags: values,
+      out,
+      env,
+      configFile: configPath(env),
+      ...(typeof values["base-url"] === "string" ? { baseUrlFlag: values["base-url"] } : {}),
+    });
+    await command.run(ctx);
+    return EXIT.ok;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      out.error(error.message, { code: "usage", message: error.message });
+      return EXIT.usage;
+    }
+    if (error instanceof ApiError) {
+      out.error(explain(error, ctx), { code: error.code, status: error.status, message: error.message });
+      return exitCodeFor(error);
+    }
+    if (error instanceof NetworkError) {
+      out.error(`${error.message} (is the server running? set --base-url or RETOUCH_BASE_URL)`, {
+        code: "network",
+        message: error.message,
+      });
+      return EXIT.network;
+    }
+    out.error((error as Error).message ?? String(error));
+    return EXIT.failure;
+  }
+}
+
+run(process.argv.slice(2), process.env).then((code) => {
+  process.exitCode = code;
+});
