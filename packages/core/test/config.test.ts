@@ -1,5 +1,18 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, parseConfig, parseDuration } from "../src/config/env";
+
+function problemsOf(env: Record<string, string>, baseDir?: string): string {
+  try {
+    parseConfig(env, baseDir);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).problems.join("\n");
+  }
+  throw new Error("expected a ConfigError");
+}
 
 describe("parseConfig", () => {
   it("fills the documented defaults", () => {
@@ -59,6 +72,44 @@ describe("parseConfig", () => {
     for (const name of ["PORT", "DATABASE_URL", "RETOUCH_SIGNUP_CREDITS", "RETOUCH_WEBHOOK_RETRY_DELAYS"]) {
       expect(problems).toContain(name);
     }
+  });
+});
+
+describe("parseConfig: the editing engine", () => {
+  it("defaults to a 40 MP limit and the built-in segmenter", () => {
+    expect(parseConfig({})).toMatchObject({ maxImagePixels: 40_000_000, backgroundModel: undefined });
+    expect(parseConfig({ RETOUCH_MAX_IMAGE_PIXELS: "12000000" }).maxImagePixels).toBe(12_000_000);
+  });
+
+  it("resolves the background model against the base directory and reads its kind and size", () => {
+    const directory = mkdtempSync(path.join(os.tmpdir(), "retouch-config-"));
+    writeFileSync(path.join(directory, "isnet-general-use.onnx"), "");
+    expect(parseConfig({ RETOUCH_BACKGROUND_MODEL: "isnet-general-use.onnx" }, directory).backgroundModel).toEqual({
+      path: path.join(directory, "isnet-general-use.onnx"),
+      kind: undefined,
+      inputSize: undefined,
+    });
+    const configured = parseConfig(
+      {
+        RETOUCH_BACKGROUND_MODEL: "isnet-general-use.onnx",
+        RETOUCH_BACKGROUND_MODEL_KIND: "birefnet",
+        RETOUCH_BACKGROUND_MODEL_SIZE: "512",
+      },
+      directory,
+    );
+    expect(configured.backgroundModel).toMatchObject({ kind: "birefnet", inputSize: 512 });
+  });
+
+  it("reports a missing model file together with the other bad variables", () => {
+    const problems = problemsOf({
+      RETOUCH_BACKGROUND_MODEL: "/nowhere/model.onnx",
+      RETOUCH_BACKGROUND_MODEL_KIND: "sam",
+      RETOUCH_MAX_IMAGE_PIXELS: "1000",
+      PORT: "-1",
+    });
+    expect(problems).toContain("RETOUCH_BACKGROUND_MODEL: no file at /nowhere/model.onnx");
+    for (const name of ["RETOUCH_BACKGROUND_MODEL_KIND", "RETOUCH_MAX_IMAGE_PIXELS", "PORT"]) expect(problems).toContain(name);
+    expect(problemsOf({ RETOUCH_BACKGROUND_MODEL: "model.pt" })).toContain("must be the path of an .onnx file");
   });
 });
 

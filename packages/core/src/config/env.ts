@@ -1,5 +1,7 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
+import { SALIENCY_MODEL_KINDS, type SaliencyModelKind } from "../engine/engine.ports";
 import { PLAN_NAMES } from "./plans";
 
 /**
@@ -74,6 +76,10 @@ const envSchema = z.object({
   RETOUCH_WEBHOOK_RETRY_DELAYS: durationList.default([30_000, 120_000, 600_000, 3_600_000]),
   RETOUCH_SHUTDOWN_TIMEOUT: duration.default(10_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  RETOUCH_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1_000_000).max(268_000_000).default(40_000_000),
+  RETOUCH_BACKGROUND_MODEL: z.string().endsWith(".onnx", "must be the path of an .onnx file").optional(),
+  RETOUCH_BACKGROUND_MODEL_KIND: z.enum(SALIENCY_MODEL_KINDS).optional(),
+  RETOUCH_BACKGROUND_MODEL_SIZE: z.coerce.number().int().min(32).max(4096).optional(),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -99,6 +105,10 @@ export interface Config {
   webhookRetryDelaysMs: number[];
   shutdownTimeoutMs: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /** Images (and requested outputs) above this many pixels are refused. */
+  maxImagePixels: number;
+  /** An ONNX salient-object model for background removal; undefined = the built-in classical segmenter. */
+  backgroundModel: { path: string; kind: SaliencyModelKind | undefined; inputSize: number | undefined } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -116,9 +126,17 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   // An empty variable means "unset", as in most shells' `VAR= cmd` idiom.
   const defined = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
   const result = envSchema.safeParse(defined);
-  if (!result.success) {
-    throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join(".") || "(environment)"}: ${issue.message}`));
+  const problems = result.success
+    ? []
+    : result.error.issues.map((issue) => `${issue.path.join(".") || "(environment)"}: ${issue.message}`);
+  // The file is checked here rather than in the schema because relative paths resolve against baseDir.
+  const backgroundModelPath = defined.RETOUCH_BACKGROUND_MODEL
+    ? path.resolve(baseDir, defined.RETOUCH_BACKGROUND_MODEL)
+    : undefined;
+  if (backgroundModelPath && !existsSync(backgroundModelPath)) {
+    problems.push(`RETOUCH_BACKGROUND_MODEL: no file at ${backgroundModelPath}`);
   }
+  if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const e = result.data;
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, "");
   return {
@@ -140,6 +158,10 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     webhookRetryDelaysMs: e.RETOUCH_WEBHOOK_RETRY_DELAYS,
     shutdownTimeoutMs: e.RETOUCH_SHUTDOWN_TIMEOUT,
     logLevel: e.LOG_LEVEL,
+    maxImagePixels: e.RETOUCH_MAX_IMAGE_PIXELS,
+    backgroundModel: backgroundModelPath
+      ? { path: backgroundModelPath, kind: e.RETOUCH_BACKGROUND_MODEL_KIND, inputSize: e.RETOUCH_BACKGROUND_MODEL_SIZE }
+      : undefined,
   };
 }
 

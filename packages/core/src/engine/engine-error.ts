@@ -1,0 +1,37 @@
+/**
+ * Why an edit failed. The jobs pipeline turns any of these into a job in
+ * `error` with a refund; the caller only sees the spec's generic text, the
+ * reason and message go to the logs.
+ */
+export type EngineFailureReason =
+  /** The bytes are not a JPEG, PNG or WebP image, or cannot be decoded. */
+  | "unsupported_image"
+  /** The image (or a requested output size) is over the pixel limit. */
+  | "image_too_large"
+  /** The mask cannot be used: not an image, marks nothing, or marks almost everything. */
+  | "invalid_mask"
+  /** Nothing named by the prompt or `detect` was found in the image. */
+  | "nothing_detected"
+  /** The removal target is not something the detector knows (and no mask was given). */
+  | "target_not_detectable"
+  /** The prompt asks for something the engine cannot carry out. */
+  | "unsupported_instruction"
+  /** A configured model could not be loaded or did not produce a usable output. */
+  | "model_failed"
+  /** The request's AbortSignal fired. */
+  | "cancelled";
+
+/** Any failure of an edit that the job should turn into "error" + refund. */
+export class EngineError extends Error {
+  readonly reason: EngineFailureReason;
+
+  constructor(reason: EngineFailureReason, message: string, options: { cause?: unknown } = {}) {
+    super(message, options);
+    this.name = "EngineError";
+    this.reason = reason;
+  }
+}
+
+export function isEngineError(error: unknown): error is EngineError {
+  return error instanceof EngineError;
+}

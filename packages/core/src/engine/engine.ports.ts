@@ -1,0 +1,126 @@
+/**
+ * The engine's public types and its ports: one interface per workflow, so a
+ * hosted provider can replace a built-in implementation without the jobs
+ * pipeline noticing. Ports work on decoded pixels; decoding (limits, EXIF
+ * orientation) and encoding (the spec's format rules) stay in `engine.ts`.
+ */
+
+export type OutputFormat = "jpeg" | "png" | "webp";
+
+/** Families of ONNX salient-object models, which differ in input normalisation and size. */
+export const SALIENCY_MODEL_KINDS = ["u2net", "isnet", "birefnet"] as const;
+export type SaliencyModelKind = (typeof SALIENCY_MODEL_KINDS)[number];
+export type Workflow = "background_removal" | "object_removal" | "generative_edit";
+
+export interface EditRequest {
+  /** JPEG, PNG or WebP bytes. */
+  image: Buffer;
+  prompt: string;
+  negativePrompt?: string;
+  /** Ignored by background removal, which always yields PNG. Default JPEG. */
+  format?: OutputFormat;
+  /** 1 to 100, for JPEG and WebP. */
+  quality?: number;
+  /** An image whose white (opaque) pixels mark the area to edit; resized to the image. */
+  mask?: Buffer;
+  /** Terms separated by " . ": forces object removal and replaces the derived vocabulary. */
+  detect?: string;
+  signal?: AbortSignal;
+}
+
+export interface EditResult {
+  image: Buffer;
+  format: OutputFormat;
+  width: number;
+  height: number;
+  workflow: Workflow;
+}
+
+export interface Route {
+  workflow: Workflow;
+  /** What object removal should look for; empty for the other workflows. */
+  removalTerms: string[];
+}
+
+export interface ImageEngine {
+  edit(request: EditRequest): Promise<EditResult>;
+}
+
+/** 8-bit RGBA pixels, row-major, 4 bytes per pixel, no padding. */
+export interface RgbaImage {
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/** One byte per pixel: an alpha matte or a mask (255 = selected). */
+export interface GreyImage {
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
+
+/** What every workflow receives besides its pixels. */
+export interface WorkContext {
+  signal?: AbortSignal;
+}
+
+export interface BackgroundRemover {
+  /** Returns the image with the background made transparent (straight, not premultiplied, alpha). */
+  removeBackground(image: RgbaImage, context: WorkContext): Promise<RgbaImage>;
+}
+
+export interface ObjectRemovalTask {
+  image: RgbaImage;
+  /** Already resized to the image; when present, detection is skipped. */
+  mask?: GreyImage;
+  /** From `detect` or derived from the prompt by the router. */
+  terms: string[];
+  prompt: string;
+}
+
+export interface ObjectRemover {
+  removeObjects(task: ObjectRemovalTask, context: WorkContext): Promise<RgbaImage>;
+}
+
+export interface GenerativeEditTask {
+  image: RgbaImage;
+  prompt: string;
+  negativePrompt?: string;
+  /** Already resized to the image: the edit applies inside it only. */
+  mask?: GreyImage;
+  /** The largest output the engine accepts (pixels). */
+  maxPixels: number;
+}
+
+export interface GenerativeEditor {
+  edit(task: GenerativeEditTask, context: WorkContext): Promise<RgbaImage>;
+}
+
+/** A rectangle in pixels of the image that was searched. */
+export interface Box {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+export interface Detection {
+  /** One of the detector's `labels`. */
+  label: string;
+  /** 0 to 1. */
+  score: number;
+  box: Box;
+}
+
+/** Used by the built-in object remover; a hosted detector can replace it. */
+export interface ObjectDetector {
+  /** Every label the detector can report. */
+  readonly labels: readonly string[];
+  detect(image: RgbaImage, context: WorkContext): Promise<Detection[]>;
+}
+
+/** Used by the built-in object remover; fills the masked pixels from the rest of the image. */
+export interface Inpainter {
+  inpaint(image: RgbaImage, mask: GreyImage, context: WorkContext): Promise<RgbaImage>;
+}

@@ -1,0 +1,153 @@
+/**
+ * Operations on one-channel rasters (masks, mattes, distance maps). Masks are
+ * Uint8Array with 0 = off and 255 = on. All run in linear time in the number
+ * of pixels, whatever the radius.
+ */
+
+/** Square max filter (dilation) with a running window: O(pixels), any radius. */
+export function dilate(mask: Uint8Array, width: number, height: number, radius: number): Uint8Array {
+  return morphology(mask, width, height, radius, 255);
+}
+
+/** Square min filter (erosion). */
+export function erode(mask: Uint8Array, width: number, height: number, radius: number): Uint8Array {
+  return morphology(mask, width, height, radius, 0);
+}
+
+// For a binary mask, "any pixel equal to `hit` in the window" is the whole of max/min.
+function morphology(mask: Uint8Array, width: number, height: number, radius: number, hit: 0 | 255): Uint8Array {
+  if (radius <= 0) return mask.slice();
+  const miss = 255 - hit;
+  const horizontal = new Uint8Array(mask.length);
+  for (let y = 0; y < height; y++) {
+    const row = y * width;
+    let count = 0;
+    for (let x = 0; x < Math.min(radius, width); x++) if (mask[row + x] === hit) count++;
+    for (let x = 0; x < width; x++) {
+      const enter = x + radius;
+      const leave = x - radius - 1;
+      if (enter < width && mask[row + enter] === hit) count++;
+      if (leave >= 0 && mask[row + leave] === hit) count--;
+      horizontal[row + x] = count > 0 ? hit : miss;
+    }
+  }
+  const out = new Uint8Array(mask.length);
+  for (let x = 0; x < width; x++) {
+    let count = 0;
+    for (let y = 0; y < Math.min(radius, height); y++) if (horizontal[y * width + x] === hit) count++;
+    for (let y = 0; y < height; y++) {
+      const enter = y + radius;
+      const leave = y - radius - 1;
+      if (enter < height && horizontal[enter * width + x] === hit) count++;
+      if (leave >= 0 && horizontal[leave * width + x] === hit) count--;
+      out[y * width + x] = count > 0 ? hit : miss;
+    }
+  }
+  return out;
+}
+
+/** Box blur of a float raster with `channels` interleaved values per pixel (edges clamp). */
+export function boxBlur(values: Float32Array, width: number, height: number, radius: number, channels = 1): Float32Array {
+  if (radius <= 0) return values.slice();
+  const temp = new Float32Array(values.length);
+  const out = new Float32Array(values.length);
+  const sums = new Float64Array(channels);
+  const size = 2 * radius + 1;
+  for (let y = 0; y < height; y++) {
+    for (let c = 0; c < channels; c++) {
+      let sum = 0;
+      for (let k = -radius; k <= radius; k++) sum += values[(y * width + clamp(k, 0, width - 1)) * channels + c] ?? 0;
+      sums[c] = sum;
+    }
+    for (let x = 0; x < width; x++) {
+      const enter = (y * width + Math.min(x + radius + 1, width - 1)) * channels;
+      const leave = (y * width + Math.max(x - radius, 0)) * channels;
+      for (let c = 0; c < channels; c++) {
+        const sum = sums[c] ?? 0;
+        temp[(y * width + x) * channels + c] = sum / size;
+        sums[c] = sum + (values[enter + c] ?? 0) - (values[leave + c] ?? 0);
+      }
+    }
+  }
+  for (let x = 0; x < width; x++) {
+    for (let c = 0; c < channels; c++) {
+      let sum = 0;
+      for (let k = -radius; k <= radius; k++) sum += temp[(clamp(k, 0, height - 1) * width + x) * channels + c] ?? 0;
+      sums[c] = sum;
+    }
+    for (let y = 0; y < height; y++) {
+      const enter = (Math.min(y + radius + 1, height - 1) * width + x) * channels;
+      const leave = (Math.max(y - radius, 0) * width + x) * channels;
+      for (let c = 0; c < channels; c++) {
+        const sum = sums[c] ?? 0;
+        out[(y * width + x) * channels + c] = sum / size;
+        sums[c] = sum + (temp[enter + c] ?? 0) - (temp[leave + c] ?? 0);
+      }
+    }
+  }
+  return out;
+}
+
+export function clamp(value: number, low: number, high: number): number {
+  return Math.max(low, Math.min(value, high));
+}
+
+export interface Components {
+  /** 0 = not part of the mask; otherwise the component's number, from 1. */
+  labels: Int32Array;
+  /** sizes[label] in pixels; sizes[0] is unused. */
+  sizes: number[];
+  /** touchesBorder[label]: whether the component reaches the image edge. */
+  touchesBorder: boolean[];
+}
+
+/** 4-connected components of the pixels where `inside(i)` holds. */
+export function labelComponents(width: number, height: number, inside: (index: number) => boolean): Components {
+  const labels = new Int32Array(width * height);
+  const sizes = [0];
+  const touchesBorder = [false];
+  const stack = new Int32Array(width * height);
+  let next = 1;
+  for (let start = 0; start < labels.length; start++) {
+    if (labels[start] !== 0 || !inside(start)) continue;
+    let top = 0;
+    stack[top++] = start;
+    labels[start] = next;
+    let size = 0;
+    let border = false;
+    while (top > 0) {
+      const index = stack[--top] ?? 0;
+      size++;
+      const x = index % width;
+      const y = (index - x) / width;
+      if (x === 0 || y === 0 || x === width - 1 || y === height - 1) border = true;
+      if (x > 0 && labels[index - 1] === 0 && inside(index - 1)) {
+        labels[index - 1] = next;
+        stack[top++] = index - 1;
+      }
+      if (x < width - 1 && labels[index + 1] === 0 && inside(index + 1)) {
+        labels[index + 1] = next;
+        stack[top++] = index + 1;
+      }
+      if (y > 0 && labels[index - width] === 0 && inside(index - width)) {
+        labels[index - width] = next;
+        stack[top++] = index - width;
+      }
+      if (y < height - 1 && labels[index + width] === 0 && inside(index + width)) {
+        labels[index + width] = next;
+        stack[top++] = index + width;
+      }
+    }
+    sizes.push(size);
+    touchesBorder.push(border);
+    next++;
+  }
+  return { labels, sizes, touchesBorder };
+}
+
+/** Fraction of pixels set in a mask. */
+export function coverage(mask: Uint8Array): number {
+  let on = 0;
+  for (let i = 0; i < mask.length; i++) if ((mask[i] ?? 0) >= 128) on++;
+  return mask.length === 0 ? 0 : on / mask.length;
+}

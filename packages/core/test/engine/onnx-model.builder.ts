@@ -1,0 +1,164 @@
+/**
+ * Writes small ONNX models by hand: a minimal protobuf encoder and the few
+ * ONNX messages a graph needs (onnx.proto field numbers). Enough to build a
+ * saliency model shaped like ISNet/U2-Net/BiRefNet in a test, with nothing
+ * downloaded.
+ */
+
+class ProtoWriter {
+  private readonly chunks: Buffer[] = [];
+
+  private varint(value: number | bigint): void {
+    let v = BigInt(value);
+    if (v < 0n) v += 1n << 64n;
+    const bytes: number[] = [];
+    do {
+      let byte = Number(v & 0x7fn);
+      v >>= 7n;
+      if (v > 0n) byte |= 0x80;
+      bytes.push(byte);
+    } while (v > 0n);
+    this.chunks.push(Buffer.from(bytes));
+  }
+
+  private key(field: number, wireType: 0 | 2 | 5): void {
+    this.varint((field << 3) | wireType);
+  }
+
+  int(field: number, value: number): this {
+    this.key(field, 0);
+    this.varint(value);
+    return this;
+  }
+
+  float(field: number, value: number): this {
+    this.key(field, 5);
+    const bytes = Buffer.alloc(4);
+    bytes.writeFloatLE(value);
+    this.chunks.push(bytes);
+    return this;
+  }
+
+  bytes(field: number, value: Buffer): this {
+    this.key(field, 2);
+    this.varint(value.length);
+    this.chunks.push(value);
+    return this;
+  }
+
+  string(field: number, value: string): this {
+    return this.bytes(field, Buffer.from(value, "utf8"));
+  }
+
+  message(field: number, build: (writer: ProtoWriter) => void): this {
+    const inner = new ProtoWriter();
+    build(inner);
+    return this.bytes(field, inner.finish());
+  }
+
+  finish(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+const FLOAT = 1;
+
+export type Dimension = number | string;
+
+export interface OnnxNode {
+  op: string;
+  inputs: string[];
+  outputs: string[];
+  /** Integer, float or integer-list attributes. */
+  attributes?: Record<string, number | number[] | { float: number }>;
+}
+
+export interface OnnxGraph {
+  inputs: { name: string; shape: Dimension[] }[];
+  outputs: { name: string; shape: Dimension[] }[];
+  initializers: { name: string; dims: number[]; values: number[] }[];
+  nodes: OnnxNode[];
+  opset?: number;
+}
+
+function writeValueInfo(writer: ProtoWriter, name: string, shape: Dimension[]): void {
+  writer.string(1, name).message(2, (type) =>
+    type.message(1, (tensor) =>
+      tensor.int(1, FLOAT).message(2, (shapeWriter) => {
+        for (const dim of shape) {
+          shapeWriter.message(1, (dimension) => (typeof dim === "number" ? dimension.int(1, dim) : dimension.string(2, dim)));
+        }
+      }),
+    ),
+  );
+}
+
+/** The bytes of an ONNX ModelProto. */
+export function buildOnnxModel(graph: OnnxGraph): Buffer {
+  const model = new ProtoWriter();
+  model.int(1, 8); // ir_version
+  model.string(2, "retouch-test");
+  model.message(7, (g) => {
+    for (const node of graph.nodes) {
+      g.message(1, (n) => {
+        for (const input of node.inputs) n.string(1, input);
+        for (const output of node.outputs) n.string(2, output);
+        n.string(4, node.op);
+        for (const [name, value] of Object.entries(node.attributes ?? {})) {
+          n.message(5, (attribute) => {
+            attribute.string(1, name);
+            if (Array.isArray(value)) {
+              for (const item of value) attribute.int(8, item);
+              attribute.int(20, 7); // INTS
+            } else if (typeof value === "object") {
+              attribute.float(2, value.float).int(20, 1); // FLOAT
+            } else {
+              attribute.int(3, value).int(20, 2); // INT
+            }
+          });
+        }
+      });
+    }
+    g.string(2, "saliency");
+    for (const initializer of graph.initializers) {
+      g.message(5, (tensor) => {
+        for (const dim of initializer.dims) tensor.int(1, dim);
+        tensor.int(2, FLOAT);
+        tensor.string(8, initializer.name);
+        tensor.bytes(9, Buffer.from(new Float32Array(initializer.values).buffer));
+      });
+    }
+    for (const input of graph.inputs) g.message(11, (info) => writeValueInfo(info, input.name, input.shape));
+    for (const output of graph.outputs) g.message(12, (info) => writeValueInfo(info, output.name, output.shape));
+  });
+  model.message(8, (opset) => opset.string(1, "").int(2, graph.opset ?? 17));
+  return model.finish();
+}
+
+/**
+ * A "salient object" model in the shape of ISNet/U2-Net/BiRefNet: input
+ * 1x3xHxW normalised floats, output 1x1xHxW saliency. It finds red things:
+ * a 1x1 convolution scoring red against green and blue, then a sigmoid
+ * (left out for `logits: true`, as BiRefNet exports leave it out), plus a
+ * second, unused output like U2-Net's side outputs.
+ */
+export function redSaliencyModel(options: { size?: Dimension; logits?: boolean; gain?: number; bias?: number } = {}): Buffer {
+  const size = options.size ?? 64;
+  const gain = options.gain ?? 3;
+  const bias = options.bias ?? -gain;
+  const nodes: OnnxNode[] = [{ op: "Conv", inputs: ["input", "weight", "bias"], outputs: [options.logits ? "mask" : "logits"] }];
+  if (!options.logits) nodes.push({ op: "Sigmoid", inputs: ["logits"], outputs: ["mask"] });
+  nodes.push({ op: "Identity", inputs: ["mask"], outputs: ["side_output"] });
+  return buildOnnxModel({
+    inputs: [{ name: "input", shape: [1, 3, size, size] }],
+    outputs: [
+      { name: "mask", shape: [1, 1, size, size] },
+      { name: "side_output", shape: [1, 1, size, size] },
+    ],
+    initializers: [
+      { name: "weight", dims: [1, 3, 1, 1], values: [gain, -gain, -gain] },
+      { name: "bias", dims: [1], values: [bias] },
+    ],
+    nodes,
+  });
+}

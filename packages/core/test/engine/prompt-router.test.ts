@@ -1,0 +1,141 @@
+import { describe, expect, it } from "vitest";
+import { cleanRemovalTerm, parseDetectQuery, routePrompt } from "../../src/engine/prompt-router";
+
+describe("routePrompt: background removal", () => {
+  it.each([
+    "Remove the background",
+    "remove background",
+    "REMOVE THE BACKGROUND!",
+    "Please remove the background from this photo",
+    "remove the white background",
+    "remove the whole grey backdrop",
+    "make the background transparent",
+    "Make the background see-through",
+    "transparent background",
+    "I need a transparent background please",
+    "give me a transparent PNG background",
+    "background removal",
+    "remove bg",
+    "removebg",
+    "erase the background",
+    "delete the background",
+    "get rid of the background",
+    "cut out the background",
+    "cut out the product",
+    "isolate the subject",
+    "remove the background and keep the shadow",
+  ])("%j", (prompt) => {
+    expect(routePrompt({ prompt })).toEqual({ workflow: "background_removal", removalTerms: [], followUpInstructions: [] });
+  });
+});
+
+describe("routePrompt: object removal", () => {
+  it.each([
+    ["remove the person", ["person"]],
+    ["Remove the person.", ["person"]],
+    ["erase the car on the left", ["car on the left"]],
+    ["delete the text", ["text"]],
+    ["clean up the scratches", ["scratches"]],
+    ["clean the dust spots", ["dust spots"]],
+    ["remove the person in the background", ["person"]],
+    ["remove people from the photo", ["people"]],
+    ["Please remove the dog from this picture", ["dog"]],
+    ["remove the car, the dog and the bicycle", ["car", "dog", "bicycle"]],
+    ["remove the car and erase the stop sign", ["car", "stop sign"]],
+    ["get rid of the trash can", ["trash can"]],
+    ["take the car out of the picture", ["car"]],
+    ["take out the bottle", ["bottle"]],
+    ["eliminate all the people", ["all the people"]],
+    ["remove the red car so the street looks empty", ["red car"]],
+    ["remove the man on the right", ["man on the right"]],
+    ["can you remove the watermark please", ["watermark"]],
+    ["remove the background person", ["background person"]],
+  ])("%j -> %j", (prompt, terms) => {
+    const route = routePrompt({ prompt });
+    expect(route.workflow).toBe("object_removal");
+    expect(route.removalTerms).toEqual(terms);
+  });
+
+  it("keeps the other instructions of a removal prompt as follow-ups, and ignores remarks", () => {
+    expect(routePrompt({ prompt: "remove the car and make it black and white" })).toEqual({
+      workflow: "object_removal",
+      removalTerms: ["car"],
+      followUpInstructions: ["make it black-and-white"],
+    });
+    expect(routePrompt({ prompt: "remove the dog, thanks! nice photo" }).followUpInstructions).toEqual([]);
+  });
+
+  it("with a mask, a prompt that names nothing is still a removal, with no vocabulary", () => {
+    for (const prompt of [
+      "remove this",
+      "erase it",
+      "remove the marked area",
+      "inpaint",
+      "fill in the masked area",
+      "fix this",
+    ]) {
+      expect(routePrompt({ prompt, hasMask: true })).toMatchObject({ workflow: "object_removal", removalTerms: [] });
+    }
+    // Without a mask, "inpaint" names nothing to detect: it is not a removal.
+    expect(routePrompt({ prompt: "inpaint" }).workflow).toBe("generative_edit");
+  });
+});
+
+describe("routePrompt: generative editing", () => {
+  it.each([
+    "replace the person with a robot",
+    "remove the person and replace them with a robot",
+    "swap the car for a bus",
+    "turn the dog into a cat",
+    "make it black and white",
+    "increase the brightness",
+    "rotate 90 degrees",
+    "blur the background",
+    "put it on a white background",
+    "replace the background with white",
+    "remove the background and put it on a white one",
+    "remove the background and make it light blue",
+    "remove the colour",
+    "remove the noise",
+    "remove the white border",
+    "make the person smile",
+    "",
+  ])("%j", (prompt) => {
+    expect(routePrompt({ prompt })).toEqual({ workflow: "generative_edit", removalTerms: [], followUpInstructions: [] });
+  });
+});
+
+describe("routePrompt: detect", () => {
+  it("forces object removal and replaces the derived vocabulary", () => {
+    expect(routePrompt({ prompt: "remove the person", detect: "car . dog" })).toMatchObject({
+      workflow: "object_removal",
+      removalTerms: ["car", "dog"],
+    });
+    expect(routePrompt({ prompt: "make it brighter", detect: "person" })).toEqual({
+      workflow: "object_removal",
+      removalTerms: ["person"],
+      followUpInstructions: ["make it brighter"],
+    });
+    expect(routePrompt({ prompt: "remove the background", detect: "bottle" })).toMatchObject({
+      workflow: "object_removal",
+      removalTerms: ["bottle"],
+    });
+  });
+
+  it("parses terms separated by a period with spaces around it", () => {
+    expect(parseDetectQuery("person . red car . Dog")).toEqual(["person", "red car", "dog"]);
+    expect(parseDetectQuery(" cat ")).toEqual(["cat"]);
+    expect(parseDetectQuery("cat . ")).toEqual(["cat"]);
+    expect(parseDetectQuery(" . ")).toEqual([]);
+  });
+});
+
+describe("cleanRemovalTerm", () => {
+  it.each([
+    ["the red car on the left from the photo please", "red car on the left"],
+    ["this", undefined],
+    ["the marked area", undefined],
+    ["all the people", "all the people"],
+    ['"logo"', "logo"],
+  ])("%j -> %j", (phrase, term) => expect(cleanRemovalTerm(phrase)).toBe(term));
+});

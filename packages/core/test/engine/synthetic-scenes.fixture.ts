@@ -1,0 +1,254 @@
+import sharp from "sharp";
+import type { RgbaImage } from "../../src/engine/engine.ports";
+
+/**
+ * Product-style scenes with a known alpha: shapes drawn with 4x4 supersampling
+ * (so edges are anti-aliased like a photo's), composited over a background,
+ * then JPEG-encoded like an upload. Deterministic (seeded noise).
+ */
+
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Normal noise from a uniform generator (Box-Muller). */
+export function gaussian(random: () => number): number {
+  return Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
+}
+
+/** True when (x, y), in units of the image's short side, is inside the shape. */
+type Shape = (x: number, y: number) => boolean;
+type Colour = (x: number, y: number) => [number, number, number];
+
+export interface Scene {
+  name: string;
+  /** JPEG bytes of the composited scene. */
+  jpeg: Buffer;
+  /** Coverage of the foreground, 0..255, one byte per pixel. */
+  truth: Uint8Array;
+  width: number;
+  height: number;
+}
+
+const circle =
+  (cx: number, cy: number, r: number): Shape =>
+  (x, y) =>
+    (x - cx) ** 2 + (y - cy) ** 2 <= r * r;
+const ellipse =
+  (cx: number, cy: number, rx: number, ry: number): Shape =>
+  (x, y) =>
+    ((x - cx) / rx) ** 2 + ((y - cy) / ry) ** 2 <= 1;
+const roundedRect =
+  (x0: number, y0: number, x1: number, y1: number, r: number): Shape =>
+  (x, y) => {
+    const dx = Math.max(x0 + r - x, 0, x - (x1 - r));
+    const dy = Math.max(y0 + r - y, 0, y - (y1 - r));
+    return x >= x0 && x <= x1 && y >= y0 && y <= y1 && dx * dx + dy * dy <= r * r;
+  };
+const union =
+  (...shapes: Shape[]): Shape =>
+  (x, y) =>
+    shapes.some((shape) => shape(x, y));
+const minus =
+  (shape: Shape, hole: Shape): Shape =>
+  (x, y) =>
+    shape(x, y) && !hole(x, y);
+
+const plain =
+  (r: number, g: number, b: number): Colour =>
+  () => [r, g, b];
+const verticalGradient =
+  (top: [number, number, number], bottom: [number, number, number]): Colour =>
+  (_x, y) =>
+    [0, 1, 2].map((c) => (top[c] ?? 0) + ((bottom[c] ?? 0) - (top[c] ?? 0)) * Math.min(1, Math.max(0, y))) as [
+      number,
+      number,
+      number,
+    ];
+/** A lit object: brighter top-left, darker bottom-right, with fine stripes of texture. */
+const shaded =
+  (base: [number, number, number], stripes = 0): Colour =>
+  (x, y) => {
+    const light = 1.15 - 0.35 * (x + y);
+    const texture = stripes ? stripes * Math.sin(x * 180) : 0;
+    return base.map((value) => Math.max(0, Math.min(255, value * light + texture))) as [number, number, number];
+  };
+
+function render(
+  name: string,
+  width: number,
+  height: number,
+  shape: Shape,
+  foreground: Colour,
+  background: Colour,
+  noise: number,
+  seed: number,
+): { name: string; rgb: Uint8Array; truth: Uint8Array; width: number; height: number } {
+  const random = seededRandom(seed);
+  const unit = Math.min(width, height);
+  const rgb = new Uint8Array(width * height * 3);
+  const truth = new Uint8Array(width * height);
+  const samples = 4;
+  for (let py = 0; py < height; py++) {
+    for (let px = 0; px < width; px++) {
+      let covered = 0;
+      for (let sy = 0; sy < samples; sy++) {
+        for (let sx = 0; sx < samples; sx++) {
+          if (shape((px + (sx + 0.5) / samples) / unit, (py + (sy + 0.5) / samples) / unit)) covered++;
+        }
+      }
+      const a = covered / (samples * samples);
+      const u = (px + 0.5) / unit;
+      const v = (py + 0.5) / unit;
+      const f = foreground(u, v);
+      const b = background(u, v * (unit / height));
+      for (let c = 0; c < 3; c++) {
+        const value = a * (f[c] ?? 0) + (1 - a) * (b[c] ?? 0) + noise * gaussian(random);
+        rgb[(py * width + px) * 3 + c] = Math.max(0, Math.min(255, Math.round(value)));
+      }
+      truth[py * width + px] = Math.round(a * 255);
+    }
+  }
+  return { name, rgb, truth, width, height };
+}
+
+async function toScene(rendered: ReturnType<typeof render>): Promise<Scene> {
+  const jpeg = await sharp(rendered.rgb, { raw: { width: rendered.width, height: rendered.height, channels: 3 } })
+    .jpeg({ quality: 88 })
+    .toBuffer();
+  return { name: rendered.name, jpeg, truth: rendered.truth, width: rendered.width, height: rendered.height };
+}
+
+/** The synthetic set used by the tests and the bench (scaled by `size`, the short side). */
+export async function productScenes(size = 240): Promise<Scene[]> {
+  const w = Math.round(size * 1.25);
+  const h = size;
+  const scenes = [
+    render("red ball on white", w, h, circle(0.62, 0.5, 0.3), shaded([210, 40, 40]), plain(250, 250, 250), 1.5, 1),
+    render(
+      "blue box on a grey gradient",
+      w,
+      h,
+      roundedRect(0.35, 0.2, 0.9, 0.8, 0.06),
+      shaded([40, 70, 190], 12),
+      verticalGradient([235, 235, 238], [170, 170, 176]),
+      2,
+      2,
+    ),
+    render(
+      "green bottle on noisy beige",
+      w,
+      h,
+      union(roundedRect(0.5, 0.35, 0.75, 0.92, 0.05), roundedRect(0.58, 0.1, 0.67, 0.4, 0.02)),
+      shaded([40, 140, 60], 8),
+      plain(225, 210, 180),
+      5,
+      3,
+    ),
+    render(
+      "orange ring on white: the hole is background",
+      w,
+      h,
+      minus(circle(0.62, 0.5, 0.35), circle(0.62, 0.5, 0.17)),
+      shaded([240, 140, 30]),
+      plain(252, 252, 252),
+      1.5,
+      4,
+    ),
+    render(
+      "white mug on black",
+      w,
+      h,
+      union(roundedRect(0.35, 0.25, 0.75, 0.85, 0.04), minus(circle(0.78, 0.52, 0.14), circle(0.78, 0.52, 0.08))),
+      shaded([235, 235, 230]),
+      plain(12, 12, 14),
+      2,
+      5,
+    ),
+    render(
+      "vase cut by the bottom edge",
+      w,
+      h,
+      union(ellipse(0.62, 0.75, 0.25, 0.35), roundedRect(0.55, 0.15, 0.69, 0.5, 0.03)),
+      shaded([120, 60, 150], 6),
+      plain(244, 240, 236),
+      2,
+      6,
+    ),
+    render(
+      "two objects on light blue",
+      w,
+      h,
+      union(circle(0.35, 0.5, 0.2), roundedRect(0.7, 0.3, 1.05, 0.75, 0.05)),
+      shaded([200, 170, 40]),
+      plain(200, 225, 245),
+      2,
+      7,
+    ),
+    render(
+      "grey object with a white label on white",
+      w,
+      h,
+      minus(roundedRect(0.4, 0.15, 0.85, 0.85, 0.05), roundedRect(0.5, 0.45, 0.54, 0.49, 0)),
+      shaded([110, 110, 115]),
+      plain(248, 248, 248),
+      1.5,
+      8,
+    ),
+  ];
+  // The last scene's "label" is a small white square inside the object: not a hole.
+  const last = scenes[scenes.length - 1];
+  if (last) {
+    const unit = Math.min(last.width, last.height);
+    for (let y = 0; y < last.height; y++) {
+      for (let x = 0; x < last.width; x++) {
+        const u = (x + 0.5) / unit;
+        const v = (y + 0.5) / unit;
+        if (u >= 0.5 && u <= 0.54 && v >= 0.45 && v <= 0.49) last.truth[y * last.width + x] = 255;
+      }
+    }
+  }
+  return Promise.all(scenes.map(toScene));
+}
+
+/** Intersection over union of two masks thresholded at 50%. */
+export function iou(alpha: Uint8Array, truth: Uint8Array): number {
+  let intersection = 0;
+  let union = 0;
+  for (let i = 0; i < truth.length; i++) {
+    const a = (alpha[i] ?? 0) >= 128;
+    const t = (truth[i] ?? 0) >= 128;
+    if (a && t) intersection++;
+    if (a || t) union++;
+  }
+  return union === 0 ? 1 : intersection / union;
+}
+
+/** Alpha channel of an RGBA image. */
+export function alphaOf(image: RgbaImage): Uint8Array {
+  const alpha = new Uint8Array(image.width * image.height);
+  for (let i = 0; i < alpha.length; i++) alpha[i] = image.data[i * 4 + 3] ?? 0;
+  return alpha;
+}
+
+/**
+ * A red ball and a blue box on white. `truth` is the red ball only: what a
+ * model that finds red things should keep, while a colour-contrast segmenter
+ * keeps both.
+ */
+export async function redBallAndBlueBox(size = 200): Promise<Scene> {
+  const w = Math.round(size * 1.5);
+  const ball = circle(0.45, 0.5, 0.28);
+  const box = roundedRect(0.95, 0.25, 1.3, 0.75, 0.04);
+  const colours: Colour = (x, y) => (ball(x, y) ? [215, 30, 30] : [40, 60, 200]);
+  const both = render("red ball and blue box", w, size, union(ball, box), colours, plain(250, 250, 250), 1.5, 9);
+  const ballOnly = render("red ball", w, size, ball, colours, plain(250, 250, 250), 0, 9);
+  return toScene({ ...both, truth: ballOnly.truth });
+}
