@@ -91,7 +91,8 @@ export function cleanRemovalTerm(phrase: string): string | undefined {
     // Reasons and side remarks end the object: "the car so the street looks empty".
     .replace(/\s+(?:so|so that|because|to make|to have|which|while|but|keeping|leaving|without|since|as well as|as)\b.*$/, "")
     .replace(
-      /\s+(?:from|out of|off|in|on|of)\s+(?:the\s+|this\s+|my\s+|our\s+|that\s+)?(?:photo|photograph|picture|image|pic|shot|scene|frame|background|foreground|view)\b.*$/,
+      // "in the background" stays: the detector reads it as "the smaller, farther one".
+      /\s+(?:from|out of|off|in|on|of)\s+(?:the\s+|this\s+|my\s+|our\s+|that\s+)?(?:photo|photograph|picture|image|pic|shot|scene|frame|view)\b.*$/,
       "",
     )
     .replace(/\s+(?:please|completely|entirely|fully|for me|too|as well|if possible|now)$/g, "")

@@ -37,7 +37,7 @@ describe("routePrompt: object removal", () => {
     ["delete the text", ["text"]],
     ["clean up the scratches", ["scratches"]],
     ["clean the dust spots", ["dust spots"]],
-    ["remove the person in the background", ["person"]],
+    ["remove the person in the background", ["person in the background"]],
     ["remove people from the photo", ["people"]],
     ["Please remove the dog from this picture", ["dog"]],
     ["remove the car, the dog and the bicycle", ["car", "dog", "bicycle"]],
