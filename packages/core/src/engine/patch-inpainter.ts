@@ -37,6 +37,8 @@ export interface PatchInpainterOptions {
 
 const DEFAULT_PATCH_RADIUS = 3;
 const DEFAULT_WORKING_PIXELS = 350_000;
+// Vote weights fall off at 0.3x the median match distance: sharper than the
+// median itself, because averaging many mediocre patches blurs texture.
 const SIGMA_FACTOR = 0.3;
 
 /**
