@@ -283,7 +283,8 @@ export const CATALOG: readonly CatalogEntry[] = [
     name: "sharpen",
     examples: ["sharpen", "make it crisper", "remove the blur"],
     pattern: /\b(?:sharp\w*|crisp\w*|unblur|deblur|(?:remove|reduce|fix)\s+(?:the\s+)?blur\w*|more detail(?:ed)?|clearer)\b/,
-    build: (_clause, amount) => ({ op: "sharpen", sigma: 1 * amount.level }),
+    // The radius of the unsharp mask: 1, 1.5 or 2.5 pixels.
+    build: (_clause, amount) => ({ op: "sharpen", sigma: 0.5 + amount.level }),
   },
   {
     name: "blur",

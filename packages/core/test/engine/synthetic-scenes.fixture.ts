@@ -118,12 +118,12 @@ async function toScene(rendered: ReturnType<typeof render>): Promise<Scene> {
   return { name: rendered.name, jpeg, truth: rendered.truth, width: rendered.width, height: rendered.height };
 }
 
-/** The synthetic set used by the tests and the bench (scaled by `size`, the short side). */
-export async function productScenes(size = 240): Promise<Scene[]> {
-  const w = Math.round(size * 1.25);
-  const h = size;
-  const scenes = [
+type SceneRenderer = (width: number, height: number) => ReturnType<typeof render>;
+
+const SCENES: SceneRenderer[] = [
+  (w: number, h: number) =>
     render("red ball on white", w, h, circle(0.62, 0.5, 0.3), shaded([210, 40, 40]), plain(250, 250, 250), 1.5, 1),
+  (w: number, h: number) =>
     render(
       "blue box on a grey gradient",
       w,
@@ -134,6 +134,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       2,
       2,
     ),
+  (w: number, h: number) =>
     render(
       "green bottle on noisy beige",
       w,
@@ -144,6 +145,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       5,
       3,
     ),
+  (w: number, h: number) =>
     render(
       "orange ring on white: the hole is background",
       w,
@@ -154,6 +156,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       1.5,
       4,
     ),
+  (w: number, h: number) =>
     render(
       "white mug on black",
       w,
@@ -164,6 +167,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       2,
       5,
     ),
+  (w: number, h: number) =>
     render(
       "vase cut by the bottom edge",
       w,
@@ -174,6 +178,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       2,
       6,
     ),
+  (w: number, h: number) =>
     render(
       "two objects on light blue",
       w,
@@ -184,6 +189,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       2,
       7,
     ),
+  (w: number, h: number) =>
     render(
       "grey object with a white label on white",
       w,
@@ -194,20 +200,31 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       1.5,
       8,
     ),
-  ];
-  // The last scene's "label" is a small white square inside the object: not a hole.
-  const last = scenes[scenes.length - 1];
-  if (last) {
-    const unit = Math.min(last.width, last.height);
-    for (let y = 0; y < last.height; y++) {
-      for (let x = 0; x < last.width; x++) {
-        const u = (x + 0.5) / unit;
-        const v = (y + 0.5) / unit;
-        if (u >= 0.5 && u <= 0.54 && v >= 0.45 && v <= 0.49) last.truth[y * last.width + x] = 255;
-      }
+];
+
+/** The label of the last scene is a small white square inside the object: not a hole, so part of the truth. */
+function addLabelToTruth(rendered: ReturnType<typeof render>): void {
+  const unit = Math.min(rendered.width, rendered.height);
+  for (let y = 0; y < rendered.height; y++) {
+    for (let x = 0; x < rendered.width; x++) {
+      const u = (x + 0.5) / unit;
+      const v = (y + 0.5) / unit;
+      if (u >= 0.5 && u <= 0.54 && v >= 0.45 && v <= 0.49) rendered.truth[y * rendered.width + x] = 255;
     }
   }
-  return Promise.all(scenes.map(toScene));
+}
+
+/** The synthetic set used by the tests and the bench (scaled by `size`, the short side; `only` picks scenes by index). */
+export async function productScenes(size = 240, only?: number[]): Promise<Scene[]> {
+  const w = Math.round(size * 1.25);
+  const h = size;
+  const indices = only ?? SCENES.map((_, index) => index);
+  const rendered = indices.map((index) => {
+    const scene = (SCENES[index] as SceneRenderer)(w, h);
+    if (index === SCENES.length - 1) addLabelToTruth(scene);
+    return scene;
+  });
+  return Promise.all(rendered.map(toScene));
 }
 
 /** Intersection over union of two masks thresholded at 50%. */
