@@ -71,7 +71,10 @@ const MASK_REFERENCE =
 
 // A clause that starts with one of these is an instruction of its own, not one more object to remove.
 const INSTRUCTION_START =
-  /^(?:make|turn|convert|change|set|add|put|place|rotate|flip|mirror|crop|resize|scale|blur|sharpen|brighten|darken|increase|decrease|reduce|boost|adjust|apply|give|invert|shift|desaturate|saturate|warm|cool|lighten|enhance|fix|keep|leave|then|also|replace|swap|straighten|trim|frame|border|upscale|downscale|shrink|enlarge|tilt|sepia|greyscale|black-and-white|grayscale|more|less|increase|lower|raise)\b/;
+  /^(?:make|turn|convert|change|set|add|put|place|rotate|flip|mirror|crop|resize|scale|blur|sharpen|brighten|darken|increase|decrease|reduce|boost|adjust|apply|give|invert|shift|desaturate|saturate|warm|cool|lighten|enhance|fix|then|also|replace|swap|straighten|trim|frame|border|upscale|downscale|shrink|enlarge|tilt|sepia|greyscale|black-and-white|grayscale|more|less|increase|lower|raise)\b/;
+
+// Constraints, not targets or edits: "remove the person, keep the dog".
+const CONSTRAINT = /^(?:keep|leave|preserve|but|except|don'?t|do not|without|only|make sure|while|so)\b/;
 
 const POLITE_OPENING = /^(?:(?:please|now|can you|could you|would you|kindly)\s+)+/;
 
@@ -145,6 +148,7 @@ function readClauses(normalized: string): ClauseReading {
       if (term) reading.terms.push(term);
       continue;
     }
+    if (CONSTRAINT.test(clause)) continue;
     if (previousWasRemoval && !INSTRUCTION_START.test(clause)) {
       // "remove the car, the dog and the bike": the verb carries over.
       const term = cleanRemovalTerm(clause);

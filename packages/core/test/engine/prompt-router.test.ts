@@ -63,6 +63,13 @@ describe("routePrompt: object removal", () => {
       followUpInstructions: ["make it black-and-white"],
     });
     expect(routePrompt({ prompt: "remove the dog, thanks! nice photo" }).followUpInstructions).toEqual([]);
+    // Constraints are neither targets nor edits.
+    expect(routePrompt({ prompt: "remove the person, keep the dog" })).toEqual({
+      workflow: "object_removal",
+      removalTerms: ["person"],
+      followUpInstructions: [],
+    });
+    expect(routePrompt({ prompt: "erase the car but leave the bicycle" }).removalTerms).toEqual(["car"]);
   });
 
   it("with a mask, a prompt that names nothing is still a removal, with no vocabulary", () => {
