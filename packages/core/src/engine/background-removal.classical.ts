@@ -3,7 +3,7 @@ import { imageToLab } from "./colour-space";
 import type { BackgroundRemover, RgbaImage, WorkContext } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { resizeRgba } from "./image-codec";
-import { boxBlur, labelComponents } from "./mask-ops";
+import { boxBlur, copyBytes, labelComponents } from "./mask-ops";
 import { createCheckpoint } from "./work-checkpoint";
 
 /**
@@ -300,7 +300,7 @@ function labGradient(lab: Float32Array, width: number, height: number): Uint8Arr
  */
 function watershed(markers: Uint8Array, gradient: Uint8Array, width: number, height: number): Uint8Array {
   const pixels = width * height;
-  const labels = markers.slice();
+  const labels = copyBytes(markers);
   const next = new Int32Array(pixels).fill(-1);
   const heads = new Int32Array(256).fill(-1);
   const tails = new Int32Array(256).fill(-1);

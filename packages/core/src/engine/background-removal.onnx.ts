@@ -28,7 +28,8 @@ const IMAGENET = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] } as 
 
 const PRESETS: Record<SaliencyModelKind, ModelPreset> = {
   u2net: { mean: [...IMAGENET.mean], std: [...IMAGENET.std], size: 320 },
-  isnet: { mean: [0.5, 0.5, 0.5], std: [1, 1, 1], size: 1024 },
+  // IS-Net (DIS) subtracts the ImageNet mean but does not divide by the deviation.
+  isnet: { mean: [...IMAGENET.mean], std: [1, 1, 1], size: 1024 },
   birefnet: { mean: [...IMAGENET.mean], std: [...IMAGENET.std], size: 1024 },
 };
 

@@ -4,6 +4,8 @@
  * reason and message go to the logs.
  */
 export type EngineFailureReason =
+  /** A request field is out of range (quality, format). */
+  | "invalid_request"
   /** The bytes are not a JPEG, PNG or WebP image, or cannot be decoded. */
   | "unsupported_image"
   /** The image (or a requested output size) is over the pixel limit. */
@@ -19,7 +21,9 @@ export type EngineFailureReason =
   /** A configured model could not be loaded or did not produce a usable output. */
   | "model_failed"
   /** The request's AbortSignal fired. */
-  | "cancelled";
+  | "cancelled"
+  /** Anything unexpected (a bug or a library failure); the cause is attached. */
+  | "internal_error";
 
 /** Any failure of an edit that the job should turn into "error" + refund. */
 export class EngineError extends Error {

@@ -44,6 +44,8 @@ export interface Route {
 
 export interface ImageEngine {
   edit(request: EditRequest): Promise<EditResult>;
+  /** Loads models ahead of the first edit (a worker calls it at start); optional for other engines. */
+  warmUp?(): Promise<void>;
 }
 
 /** 8-bit RGBA pixels, row-major, 4 bytes per pixel, no padding. */

@@ -104,6 +104,11 @@ export async function decodeMask(bytes: Buffer, width: number, height: number, m
   return { data: mask, width, height };
 }
 
+/** A Buffer over the same memory (no copy, unlike `Buffer.from(typedArray)`). */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 export function hasTransparency(image: RgbaImage): boolean {
   const { data } = image;
   for (let i = 3; i < data.length; i += 4) if ((data[i] ?? 255) < 255) return true;

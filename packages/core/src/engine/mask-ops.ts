@@ -16,7 +16,7 @@ export function erode(mask: Uint8Array, width: number, height: number, radius: n
 
 // For a binary mask, "any pixel equal to `hit` in the window" is the whole of max/min.
 function morphology(mask: Uint8Array, width: number, height: number, radius: number, hit: 0 | 255): Uint8Array {
-  if (radius <= 0) return mask.slice();
+  if (radius <= 0) return copyBytes(mask);
   const miss = 255 - hit;
   const horizontal = new Uint8Array(mask.length);
   for (let y = 0; y < height; y++) {
@@ -86,6 +86,14 @@ export function boxBlur(values: Float32Array, width: number, height: number, rad
     }
   }
   return out;
+}
+
+/**
+ * A copy of pixel bytes. Not `.slice()`: sharp hands out Node Buffers, whose
+ * `slice` is a view on the same memory.
+ */
+export function copyBytes(bytes: Uint8Array): Uint8Array {
+  return new Uint8Array(bytes);
 }
 
 export function clamp(value: number, low: number, high: number): number {

@@ -71,7 +71,10 @@ const MASK_REFERENCE =
 
 // A clause that starts with one of these is an instruction of its own, not one more object to remove.
 const INSTRUCTION_START =
-  /^(?:make|turn|convert|change|set|add|put|place|rotate|flip|mirror|crop|resize|scale|blur|sharpen|brighten|darken|increase|decrease|reduce|boost|adjust|apply|give|invert|shift|desaturate|saturate|warm|cool|lighten|enhance|fix|keep|leave|then|also|replace|swap|straighten|trim|frame|border|upscale|downscale|shrink|enlarge|tilt|sepia|greyscale|black-and-white|grayscale|more|less|increase|lower|raise)\b/;
+  /^(?:make|turn|convert|change|set|add|put|place|rotate|flip|mirror|crop|resize|scale|blur|sharpen|brighten|darken|increase|decrease|reduce|boost|adjust|apply|give|invert|shift|desaturate|saturate|warm|cool|lighten|enhance|fix|then|also|replace|swap|straighten|trim|frame|border|upscale|downscale|shrink|enlarge|tilt|sepia|greyscale|black-and-white|grayscale|more|less|increase|lower|raise)\b/;
+
+// Constraints, not targets or edits: "remove the person, keep the dog".
+const CONSTRAINT = /^(?:keep|leave|preserve|but|except|don'?t|do not|without|only|make sure|while|so)\b/;
 
 const POLITE_OPENING = /^(?:(?:please|now|can you|could you|would you|kindly)\s+)+/;
 
@@ -91,7 +94,8 @@ export function cleanRemovalTerm(phrase: string): string | undefined {
     // Reasons and side remarks end the object: "the car so the street looks empty".
     .replace(/\s+(?:so|so that|because|to make|to have|which|while|but|keeping|leaving|without|since|as well as|as)\b.*$/, "")
     .replace(
-      /\s+(?:from|out of|off|in|on|of)\s+(?:the\s+|this\s+|my\s+|our\s+|that\s+)?(?:photo|photograph|picture|image|pic|shot|scene|frame|background|foreground|view)\b.*$/,
+      // "in the background" stays: the detector reads it as "the smaller, farther one".
+      /\s+(?:from|out of|off|in|on|of)\s+(?:the\s+|this\s+|my\s+|our\s+|that\s+)?(?:photo|photograph|picture|image|pic|shot|scene|frame|view)\b.*$/,
       "",
     )
     .replace(/\s+(?:please|completely|entirely|fully|for me|too|as well|if possible|now)$/g, "")
@@ -144,6 +148,7 @@ function readClauses(normalized: string): ClauseReading {
       if (term) reading.terms.push(term);
       continue;
     }
+    if (CONSTRAINT.test(clause)) continue;
     if (previousWasRemoval && !INSTRUCTION_START.test(clause)) {
       // "remove the car, the dog and the bike": the verb carries over.
       const term = cleanRemovalTerm(clause);

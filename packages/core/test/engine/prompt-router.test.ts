@@ -37,7 +37,7 @@ describe("routePrompt: object removal", () => {
     ["delete the text", ["text"]],
     ["clean up the scratches", ["scratches"]],
     ["clean the dust spots", ["dust spots"]],
-    ["remove the person in the background", ["person"]],
+    ["remove the person in the background", ["person in the background"]],
     ["remove people from the photo", ["people"]],
     ["Please remove the dog from this picture", ["dog"]],
     ["remove the car, the dog and the bicycle", ["car", "dog", "bicycle"]],
@@ -63,6 +63,13 @@ describe("routePrompt: object removal", () => {
       followUpInstructions: ["make it black-and-white"],
     });
     expect(routePrompt({ prompt: "remove the dog, thanks! nice photo" }).followUpInstructions).toEqual([]);
+    // Constraints are neither targets nor edits.
+    expect(routePrompt({ prompt: "remove the person, keep the dog" })).toEqual({
+      workflow: "object_removal",
+      removalTerms: ["person"],
+      followUpInstructions: [],
+    });
+    expect(routePrompt({ prompt: "erase the car but leave the bicycle" }).removalTerms).toEqual(["car"]);
   });
 
   it("with a mask, a prompt that names nothing is still a removal, with no vocabulary", () => {

@@ -1,22 +1,14 @@
 import sharp from "sharp";
 import type { RgbaImage } from "../../src/engine/engine.ports";
+import { seededRandom } from "../../src/engine/seeded-random";
+
+export { seededRandom };
 
 /**
  * Product-style scenes with a known alpha: shapes drawn with 4x4 supersampling
  * (so edges are anti-aliased like a photo's), composited over a background,
  * then JPEG-encoded like an upload. Deterministic (seeded noise).
  */
-
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Normal noise from a uniform generator (Box-Muller). */
 export function gaussian(random: () => number): number {
@@ -126,12 +118,12 @@ async function toScene(rendered: ReturnType<typeof render>): Promise<Scene> {
   return { name: rendered.name, jpeg, truth: rendered.truth, width: rendered.width, height: rendered.height };
 }
 
-/** The synthetic set used by the tests and the bench (scaled by `size`, the short side). */
-export async function productScenes(size = 240): Promise<Scene[]> {
-  const w = Math.round(size * 1.25);
-  const h = size;
-  const scenes = [
+type SceneRenderer = (width: number, height: number) => ReturnType<typeof render>;
+
+const SCENES: SceneRenderer[] = [
+  (w: number, h: number) =>
     render("red ball on white", w, h, circle(0.62, 0.5, 0.3), shaded([210, 40, 40]), plain(250, 250, 250), 1.5, 1),
+  (w: number, h: number) =>
     render(
       "blue box on a grey gradient",
       w,
@@ -142,6 +134,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       2,
       2,
     ),
+  (w: number, h: number) =>
     render(
       "green bottle on noisy beige",
       w,
@@ -152,6 +145,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       5,
       3,
     ),
+  (w: number, h: number) =>
     render(
       "orange ring on white: the hole is background",
       w,
@@ -162,6 +156,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       1.5,
       4,
     ),
+  (w: number, h: number) =>
     render(
       "white mug on black",
       w,
@@ -172,6 +167,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       2,
       5,
     ),
+  (w: number, h: number) =>
     render(
       "vase cut by the bottom edge",
       w,
@@ -182,6 +178,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       2,
       6,
     ),
+  (w: number, h: number) =>
     render(
       "two objects on light blue",
       w,
@@ -192,6 +189,7 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       2,
       7,
     ),
+  (w: number, h: number) =>
     render(
       "grey object with a white label on white",
       w,
@@ -202,20 +200,31 @@ export async function productScenes(size = 240): Promise<Scene[]> {
       1.5,
       8,
     ),
-  ];
-  // The last scene's "label" is a small white square inside the object: not a hole.
-  const last = scenes[scenes.length - 1];
-  if (last) {
-    const unit = Math.min(last.width, last.height);
-    for (let y = 0; y < last.height; y++) {
-      for (let x = 0; x < last.width; x++) {
-        const u = (x + 0.5) / unit;
-        const v = (y + 0.5) / unit;
-        if (u >= 0.5 && u <= 0.54 && v >= 0.45 && v <= 0.49) last.truth[y * last.width + x] = 255;
-      }
+];
+
+/** The label of the last scene is a small white square inside the object: not a hole, so part of the truth. */
+function addLabelToTruth(rendered: ReturnType<typeof render>): void {
+  const unit = Math.min(rendered.width, rendered.height);
+  for (let y = 0; y < rendered.height; y++) {
+    for (let x = 0; x < rendered.width; x++) {
+      const u = (x + 0.5) / unit;
+      const v = (y + 0.5) / unit;
+      if (u >= 0.5 && u <= 0.54 && v >= 0.45 && v <= 0.49) rendered.truth[y * rendered.width + x] = 255;
     }
   }
-  return Promise.all(scenes.map(toScene));
+}
+
+/** The synthetic set used by the tests and the bench (scaled by `size`, the short side; `only` picks scenes by index). */
+export async function productScenes(size = 240, only?: number[]): Promise<Scene[]> {
+  const w = Math.round(size * 1.25);
+  const h = size;
+  const indices = only ?? SCENES.map((_, index) => index);
+  const rendered = indices.map((index) => {
+    const scene = (SCENES[index] as SceneRenderer)(w, h);
+    if (index === SCENES.length - 1) addLabelToTruth(scene);
+    return scene;
+  });
+  return Promise.all(rendered.map(toScene));
 }
 
 /** Intersection over union of two masks thresholded at 50%. */
@@ -251,4 +260,119 @@ export async function redBallAndBlueBox(size = 200): Promise<Scene> {
   const both = render("red ball and blue box", w, size, union(ball, box), colours, plain(250, 250, 250), 1.5, 9);
   const ballOnly = render("red ball", w, size, ball, colours, plain(250, 250, 250), 0, 9);
   return toScene({ ...both, truth: ballOnly.truth });
+}
+
+/** Diagonal colour stripes with a little noise: a structure a fill must continue. */
+export function stripes(width: number, height: number, period = 24, seed = 11): RgbaImage {
+  const random = seededRandom(seed);
+  const data = new Uint8Array(width * height * 4);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const v = 128 + 90 * Math.sin(((x + 0.6 * y) * 2 * Math.PI) / period);
+      const i = (y * width + x) * 4;
+      const values = [v, 0.5 * v + 60, 200 - 0.6 * v];
+      for (let c = 0; c < 3; c++) data[i + c] = Math.max(0, Math.min(255, Math.round((values[c] ?? 0) + 4 * gaussian(random))));
+      data[i + 3] = 255;
+    }
+  }
+  return { data, width, height };
+}
+
+/** Irregular blotches (smoothed noise) on a base colour: a texture with no period, like gravel or foliage. */
+export function blotches(width: number, height: number, seed = 12): RgbaImage {
+  const random = seededRandom(seed);
+  const cells = 6;
+  const gridW = Math.ceil(width / cells) + 2;
+  const gridH = Math.ceil(height / cells) + 2;
+  const grid = Array.from({ length: gridW * gridH }, () => random());
+  const data = new Uint8Array(width * height * 4);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const gx = x / cells;
+      const gy = y / cells;
+      const x0 = Math.floor(gx);
+      const y0 = Math.floor(gy);
+      const tx = gx - x0;
+      const ty = gy - y0;
+      const at = (a: number, b: number) => grid[b * gridW + a] ?? 0;
+      const n =
+        (at(x0, y0) * (1 - tx) + at(x0 + 1, y0) * tx) * (1 - ty) + (at(x0, y0 + 1) * (1 - tx) + at(x0 + 1, y0 + 1) * tx) * ty;
+      const i = (y * width + x) * 4;
+      data[i] = Math.round(60 + 150 * n);
+      data[i + 1] = Math.round(90 + 110 * n);
+      data[i + 2] = Math.round(40 + 60 * n);
+      data[i + 3] = 255;
+    }
+  }
+  return { data, width, height };
+}
+
+/** A mask with one filled rectangle. */
+export function rectangleMask(width: number, height: number, x0: number, y0: number, w: number, h: number) {
+  const data = new Uint8Array(width * height);
+  for (let y = y0; y < y0 + h; y++) for (let x = x0; x < x0 + w; x++) data[y * width + x] = 255;
+  return { data, width, height };
+}
+
+/** The hole filled with the mean colour of a ring of known pixels around it: the naive baseline. */
+export function flatFill(image: RgbaImage, mask: { data: Uint8Array }): RgbaImage {
+  const { width, height } = image;
+  const sum = [0, 0, 0];
+  let count = 0;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = y * width + x;
+      if (mask.data[i]) continue;
+      let nearHole = false;
+      for (let dy = -3; dy <= 3 && !nearHole; dy++) {
+        for (let dx = -3; dx <= 3; dx++) {
+          const nx = x + dx;
+          const ny = y + dy;
+          if (nx >= 0 && ny >= 0 && nx < width && ny < height && mask.data[ny * width + nx]) {
+            nearHole = true;
+            break;
+          }
+        }
+      }
+      if (!nearHole) continue;
+      for (let c = 0; c < 3; c++) sum[c] = (sum[c] ?? 0) + (image.data[i * 4 + c] ?? 0);
+      count++;
+    }
+  }
+  const data = new Uint8Array(image.data);
+  for (let i = 0; i < width * height; i++) {
+    if (!mask.data[i]) continue;
+    for (let c = 0; c < 3; c++) data[i * 4 + c] = Math.round((sum[c] ?? 0) / count);
+  }
+  return { data, width, height };
+}
+
+/** Mean squared error over the masked pixels (RGB). */
+export function maskedError(result: RgbaImage, truth: RgbaImage, mask: { data: Uint8Array }): number {
+  let sum = 0;
+  let count = 0;
+  for (let i = 0; i < mask.data.length; i++) {
+    if (!mask.data[i]) continue;
+    for (let c = 0; c < 3; c++) {
+      const d = (result.data[i * 4 + c] ?? 0) - (truth.data[i * 4 + c] ?? 0);
+      sum += d * d;
+    }
+    count += 3;
+  }
+  return sum / count;
+}
+
+/** Mean absolute difference between horizontally adjacent pixels inside the mask (texture energy, green channel). */
+export function textureEnergy(image: RgbaImage, mask: { data: Uint8Array }): number {
+  let sum = 0;
+  let count = 0;
+  for (let y = 0; y < image.height; y++) {
+    for (let x = 1; x < image.width; x++) {
+      const i = y * image.width + x;
+      if (!mask.data[i] || !mask.data[i - 1]) continue;
+      sum += Math.abs((image.data[i * 4 + 1] ?? 0) - (image.data[(i - 1) * 4 + 1] ?? 0));
+      count++;
+    }
+  }
+  return sum / count;
 }

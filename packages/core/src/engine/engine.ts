@@ -1,0 +1,173 @@
+import type { Config } from "../config/env";
+import { ClassicalBackgroundRemover } from "./background-removal.classical";
+import { OnnxBackgroundRemover } from "./background-removal.onnx";
+import type {
+  BackgroundRemover,
+  EditRequest,
+  EditResult,
+  GenerativeEditor,
+  ImageEngine,
+  Inpainter,
+  ObjectDetector,
+  ObjectRemover,
+  OutputFormat,
+  RgbaImage,
+  SaliencyModelKind,
+} from "./engine.ports";
+import { EngineError } from "./engine-error";
+import { SharpCatalogEditor } from "./generative-editor.sharp";
+import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, encodeImage } from "./image-codec";
+import { HumanObjectDetector } from "./object-detector.human";
+import { DetectAndInpaintRemover } from "./object-removal";
+import { PatchMatchInpainter } from "./patch-inpainter";
+import { routePrompt } from "./prompt-router";
+import { throwIfCancelled } from "./work-checkpoint";
+
+export interface BackgroundModelOptions {
+  /** An .onnx salient-object model (ISNet, U2-Net, BiRefNet style). */
+  path: string;
+  /** Input normalisation and size family; default: guessed from the file name. */
+  kind?: SaliencyModelKind;
+  /** Input side for models with symbolic height and width. */
+  inputSize?: number;
+  /** onnxruntime threads per inference. Default 1. */
+  threads?: number;
+}
+
+export interface ImageEngineOptions {
+  /** Shorthand for `backgroundModel: { path }`. */
+  backgroundModelPath?: string;
+  /** Use this ONNX model for background removal instead of the classical segmenter. */
+  backgroundModel?: BackgroundModelOptions;
+  /** Inputs and requested outputs above this many pixels are refused. Default 40 MP. */
+  maxPixels?: number;
+  /** Replace a workflow: a hosted provider implements the same port. */
+  backgroundRemover?: BackgroundRemover;
+  objectRemover?: ObjectRemover;
+  generativeEditor?: GenerativeEditor;
+  /** Parts of the built-in object remover. */
+  detector?: ObjectDetector;
+  inpainter?: Inpainter;
+}
+
+/** The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*). */
+export function imageEngineOptions(config: Pick<Config, "maxImagePixels" | "backgroundModel">): ImageEngineOptions {
+  const model = config.backgroundModel;
+  return {
+    maxPixels: config.maxImagePixels,
+    ...(model ? { backgroundModel: { path: model.path, kind: model.kind, inputSize: model.inputSize } } : {}),
+  };
+}
+
+/**
+ * Image bytes and an instruction in, image bytes and metadata out. Knows
+ * nothing of HTTP, credits or storage; every failure is an EngineError.
+ */
+export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine {
+  const modelOptions =
+    options.backgroundModel ?? (options.backgroundModelPath ? { path: options.backgroundModelPath } : undefined);
+  const onnxRemover = modelOptions
+    ? new OnnxBackgroundRemover({
+        modelPath: modelOptions.path,
+        kind: modelOptions.kind,
+        inputSize: modelOptions.inputSize,
+        threads: modelOptions.threads,
+      })
+    : undefined;
+  const backgroundRemover = options.backgroundRemover ?? onnxRemover ?? new ClassicalBackgroundRemover();
+  const detector = options.detector ?? new HumanObjectDetector();
+  const objectRemover =
+    options.objectRemover ?? new DetectAndInpaintRemover(detector, options.inpainter ?? new PatchMatchInpainter());
+  const generativeEditor = options.generativeEditor ?? new SharpCatalogEditor(backgroundRemover);
+  return new BuiltInImageEngine({
+    maxPixels: options.maxPixels ?? DEFAULT_MAX_PIXELS,
+    backgroundRemover,
+    objectRemover,
+    generativeEditor,
+    warmUps: [
+      ...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : []),
+      ...(detector instanceof HumanObjectDetector && !options.objectRemover ? [() => detector.load()] : []),
+    ],
+  });
+}
+
+interface EngineParts {
+  maxPixels: number;
+  backgroundRemover: BackgroundRemover;
+  objectRemover: ObjectRemover;
+  generativeEditor: GenerativeEditor;
+  warmUps: (() => Promise<void>)[];
+}
+
+const OUTPUT_FORMATS = new Set<OutputFormat>(["jpeg", "png", "webp"]);
+
+class BuiltInImageEngine implements ImageEngine {
+  constructor(private readonly parts: EngineParts) {}
+
+  async warmUp(): Promise<void> {
+    await Promise.all(this.parts.warmUps.map((load) => load()));
+  }
+
+  async edit(request: EditRequest): Promise<EditResult> {
+    try {
+      return await this.run(request);
+    } catch (error) {
+      if (error instanceof EngineError) throw error;
+      throw new EngineError("internal_error", "The edit failed unexpectedly.", { cause: error });
+    }
+  }
+
+  private async run(request: EditRequest): Promise<EditResult> {
+    const { signal } = request;
+    const context = { signal };
+    if (request.format !== undefined && !OUTPUT_FORMATS.has(request.format)) {
+      throw new EngineError("invalid_request", `Unknown output format "${request.format}": use jpeg, png or webp.`);
+    }
+    if (request.quality !== undefined && !(Number.isInteger(request.quality) && request.quality >= 1 && request.quality <= 100)) {
+      throw new EngineError("invalid_request", `Quality must be an integer from 1 to 100, not ${request.quality}.`);
+    }
+    throwIfCancelled(signal);
+    const route = routePrompt({ prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined });
+    const { maxPixels } = this.parts;
+    const image = await decodeImage(request.image, maxPixels);
+    const mask = request.mask ? await decodeMask(request.mask, image.width, image.height, maxPixels) : undefined;
+    throwIfCancelled(signal);
+
+    let output: RgbaImage;
+    let format: OutputFormat;
+    switch (route.workflow) {
+      case "background_removal":
+        output = await this.parts.backgroundRemover.removeBackground(image, context);
+        // The spec: background removal always yields PNG, whatever `format` says.
+        format = "png";
+        break;
+      case "object_removal":
+        output = await this.parts.objectRemover.removeObjects(
+          { image, mask, terms: route.removalTerms, prompt: request.prompt },
+          context,
+        );
+        if (route.followUpInstructions.length > 0) {
+          const prompt = route.followUpInstructions.join(", ");
+          output = await this.parts.generativeEditor.edit({ image: output, prompt, maxPixels }, context);
+        }
+        format = request.format ?? "jpeg";
+        break;
+      case "generative_edit":
+        output = await this.parts.generativeEditor.edit(
+          { image, prompt: request.prompt, negativePrompt: request.negativePrompt, mask, maxPixels },
+          context,
+        );
+        format = request.format ?? "jpeg";
+        break;
+    }
+    throwIfCancelled(signal);
+    const encoded = await encodeImage(output, format, request.quality ?? DEFAULT_QUALITY);
+    return {
+      image: encoded.data,
+      format: encoded.format,
+      width: encoded.width,
+      height: encoded.height,
+      workflow: route.workflow,
+    };
+  }
+}

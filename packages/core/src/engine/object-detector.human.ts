@@ -1,0 +1,140 @@
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import type { GraphModel } from "@tensorflow/tfjs-converter";
+import sharp from "sharp";
+import { COCO_LABELS } from "./detection-vocabulary";
+import type { Detection, ObjectDetector, RgbaImage, WorkContext } from "./engine.ports";
+import { EngineError } from "./engine-error";
+import { throwIfCancelled } from "./work-checkpoint";
+
+/**
+ * COCO object detection, offline: the CenterNet (MobileNet-v3 backbone) model
+ * that ships inside the `@vladmandic/human` npm package (models/centernet.json
+ * and .bin, 4 MB, float16 weights), run with TensorFlow.js on its WebAssembly
+ * backend, whose .wasm binaries ship inside `@tensorflow/tfjs-backend-wasm`.
+ * Only the weights of Human are used, not its runtime.
+ *
+ * The graph takes a 1x512x512x3 float image (0..255) and returns up to 100
+ * detections [x1, y1, x2, y2, score, class] in input pixels, already decoded
+ * from CenterNet's heat maps; this module keeps those above `minScore` and
+ * removes overlapping duplicates per class.
+ */
+export interface HumanObjectDetectorOptions {
+  /** Detections below this score are ignored. Default 0.2 (Human's own default). */
+  minScore?: number;
+  /** Overlap (IoU) above which two boxes of a class are one object. Default 0.4. */
+  overlap?: number;
+}
+
+const INPUT_SIZE = 512;
+const OUTPUT_NODE = "tower_0/detections";
+
+interface LoadedModel {
+  tf: typeof import("@tensorflow/tfjs-core");
+  model: GraphModel;
+}
+
+let loading: Promise<LoadedModel> | undefined;
+
+/** The model loads once per process; TensorFlow.js keeps one global backend anyway. */
+function loadModel(): Promise<LoadedModel> {
+  loading ??= (async () => {
+    try {
+      const require = createRequire(import.meta.url);
+      const tf = await import("@tensorflow/tfjs-core");
+      const wasm = await import("@tensorflow/tfjs-backend-wasm");
+      const converter = await import("@tensorflow/tfjs-converter");
+      wasm.setWasmPaths(`${path.dirname(require.resolve("@tensorflow/tfjs-backend-wasm"))}${path.sep}`);
+      if (!(await tf.setBackend("wasm"))) throw new Error("the TensorFlow.js WebAssembly backend did not start");
+      await tf.ready();
+      const modelDirectory = path.join(path.dirname(require.resolve("@vladmandic/human")), "..", "models");
+      const manifest = JSON.parse(await readFile(path.join(modelDirectory, "centernet.json"), "utf8"));
+      const weights = await readFile(path.join(modelDirectory, "centernet.bin"));
+      const model = await converter.loadGraphModel(
+        tf.io.fromMemory({
+          modelTopology: manifest.modelTopology,
+          weightSpecs: manifest.weightsManifest[0].weights,
+          weightData: weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength),
+          format: manifest.format,
+          generatedBy: manifest.generatedBy,
+          convertedBy: manifest.convertedBy,
+        }),
+      );
+      return { tf, model };
+    } catch (error) {
+      loading = undefined;
+      throw new EngineError("model_failed", "The object detector could not be loaded.", { cause: error });
+    }
+  })();
+  return loading;
+}
+
+export class HumanObjectDetector implements ObjectDetector {
+  readonly labels: readonly string[] = COCO_LABELS;
+  private readonly minScore: number;
+  private readonly overlap: number;
+
+  constructor(options: HumanObjectDetectorOptions = {}) {
+    this.minScore = options.minScore ?? 0.2;
+    this.overlap = options.overlap ?? 0.4;
+  }
+
+  /** Loads the model now instead of at the first detection. */
+  async load(): Promise<void> {
+    await loadModel();
+  }
+
+  async detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
+    const { tf, model } = await loadModel();
+    throwIfCancelled(context.signal);
+    const { data } = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
+      .removeAlpha()
+      .resize(INPUT_SIZE, INPUT_SIZE, { fit: "fill" })
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    const rows = tf.tidy(() => {
+      const input = tf.tensor4d(Float32Array.from(data), [1, INPUT_SIZE, INPUT_SIZE, 3]);
+      return model.execute(input, OUTPUT_NODE) as import("@tensorflow/tfjs-core").Tensor;
+    });
+    const values = (await rows.data()) as Float32Array;
+    rows.dispose();
+    const scaleX = image.width / INPUT_SIZE;
+    const scaleY = image.height / INPUT_SIZE;
+    const detections: Detection[] = [];
+    for (let offset = 0; offset + 6 <= values.length; offset += 6) {
+      const score = values[offset + 4] ?? 0;
+      const label = COCO_LABELS[values[offset + 5] ?? -1];
+      if (score < this.minScore || label === undefined) continue;
+      const x1 = Math.max(0, (values[offset] ?? 0) * scaleX);
+      const y1 = Math.max(0, (values[offset + 1] ?? 0) * scaleY);
+      const x2 = Math.min(image.width, (values[offset + 2] ?? 0) * scaleX);
+      const y2 = Math.min(image.height, (values[offset + 3] ?? 0) * scaleY);
+      if (x2 - x1 < 1 || y2 - y1 < 1) continue;
+      detections.push({ label, score, box: { x: x1, y: y1, width: x2 - x1, height: y2 - y1 } });
+    }
+    return suppressDuplicates(detections, this.overlap);
+  }
+}
+
+function intersectionOverUnion(a: Detection["box"], b: Detection["box"]): number {
+  const x1 = Math.max(a.x, b.x);
+  const y1 = Math.max(a.y, b.y);
+  const x2 = Math.min(a.x + a.width, b.x + b.width);
+  const y2 = Math.min(a.y + a.height, b.y + b.height);
+  const intersection = Math.max(0, x2 - x1) * Math.max(0, y2 - y1);
+  const union = a.width * a.height + b.width * b.height - intersection;
+  return union > 0 ? intersection / union : 0;
+}
+
+/** Greedy non-maximum suppression per label, best score first. */
+export function suppressDuplicates(detections: Detection[], overlap: number): Detection[] {
+  const kept: Detection[] = [];
+  for (const detection of [...detections].sort((a, b) => b.score - a.score)) {
+    const duplicate = kept.some(
+      (other) => other.label === detection.label && intersectionOverUnion(other.box, detection.box) > overlap,
+    );
+    if (!duplicate) kept.push(detection);
+  }
+  return kept;
+}

@@ -1,0 +1,103 @@
+import { readFile } from "node:fs/promises";
+import { describe, expect, it } from "vitest";
+import type { RgbaImage } from "../../src/engine/engine.ports";
+import { decodeImage } from "../../src/engine/image-codec";
+import { dilate } from "../../src/engine/mask-ops";
+import { diffusionFill, PatchMatchInpainter } from "../../src/engine/patch-inpainter";
+import { blotches, flatFill, maskedError, rectangleMask, stripes, textureEnergy } from "./synthetic-scenes.fixture";
+
+const fixturesDirectory = new URL("./fixtures/", import.meta.url);
+
+async function fixture(name: string): Promise<RgbaImage> {
+  return decodeImage(await readFile(new URL(name, fixturesDirectory)));
+}
+
+describe("PatchMatchInpainter", () => {
+  const inpainter = new PatchMatchInpainter();
+
+  it("continues a striped structure through a large hole, far better than a flat or a diffusion fill", async () => {
+    const image = stripes(240, 200);
+    const mask = rectangleMask(240, 200, 90, 60, 60, 70);
+    const filled = await inpainter.inpaint(image, mask, {});
+    const patchError = maskedError(filled, image, mask);
+    const flatError = maskedError(flatFill(image, mask), image, mask);
+    const diffusionError = maskedError(diffusionFill(image, mask), image, mask);
+    expect(patchError).toBeLessThan(flatError * 0.1);
+    expect(patchError).toBeLessThan(diffusionError * 0.1);
+  });
+
+  it("continues a photographed brick wall better than a flat or a diffusion fill", async () => {
+    const image = await fixture("brick.jpg");
+    const mask = rectangleMask(image.width, image.height, 120, 90, 70, 70);
+    const patchError = maskedError(await inpainter.inpaint(image, mask, {}), image, mask);
+    expect(patchError).toBeLessThan(maskedError(flatFill(image, mask), image, mask) * 0.5);
+    expect(patchError).toBeLessThan(maskedError(diffusionFill(image, mask), image, mask) * 0.5);
+  });
+
+  it("fills photographed gravel with gravel-like texture, not a smear", async () => {
+    // Squared error is the wrong yardstick for an irregular texture: the mean
+    // colour is its best guess, and any real texture costs about twice the
+    // variance. What must match the surroundings is the texture itself.
+    const image = await fixture("gravel.jpg");
+    const mask = rectangleMask(image.width, image.height, 120, 90, 70, 70);
+    const ring = dilate(mask.data, image.width, image.height, 20).map((value, i) => (value && !mask.data[i] ? 255 : 0));
+    const surroundings = textureEnergy(image, { data: ring });
+    const filled = textureEnergy(await inpainter.inpaint(image, mask, {}), mask) / surroundings;
+    const smeared = textureEnergy(diffusionFill(image, mask), mask) / surroundings;
+    const flat = textureEnergy(flatFill(image, mask), mask) / surroundings;
+    expect(filled).toBeGreaterThan(0.55);
+    expect(filled).toBeLessThan(1.5);
+    expect(smeared).toBeLessThan(0.35);
+    expect(flat).toBe(0);
+  });
+
+  it("changes no pixel outside the mask", async () => {
+    const image = blotches(160, 120);
+    const mask = rectangleMask(160, 120, 40, 30, 30, 40);
+    const filled = await inpainter.inpaint(image, mask, {});
+    let changedOutside = 0;
+    let changedInside = 0;
+    for (let i = 0; i < mask.data.length; i++) {
+      const changed = [0, 1, 2, 3].some((c) => filled.data[i * 4 + c] !== image.data[i * 4 + c]);
+      if (changed && mask.data[i]) changedInside++;
+      if (changed && !mask.data[i]) changedOutside++;
+    }
+    expect(changedOutside).toBe(0);
+    expect(changedInside).toBeGreaterThan(30 * 40 * 0.5);
+  });
+
+  it("works on a reduced crop for large images and copies full-resolution texture back", async () => {
+    const image = stripes(1200, 900, 48);
+    const mask = rectangleMask(1200, 900, 500, 350, 200, 220);
+    const small = new PatchMatchInpainter({ workingPixels: 60_000 });
+    const filled = await small.inpaint(image, mask, {});
+    expect(maskedError(filled, image, mask)).toBeLessThan(maskedError(flatFill(image, mask), image, mask) * 0.1);
+    // Full-resolution texture: the fill's pixel-to-pixel variation matches the picture's, not an upscaled blur's.
+    expect(textureEnergy(filled, mask) / textureEnergy(image, mask)).toBeGreaterThan(0.8);
+  });
+
+  it("is deterministic", async () => {
+    const image = blotches(120, 100);
+    const mask = rectangleMask(120, 100, 40, 30, 30, 30);
+    const first = await inpainter.inpaint(image, mask, {});
+    const second = await inpainter.inpaint(image, mask, {});
+    expect(Buffer.compare(Buffer.from(first.data), Buffer.from(second.data))).toBe(0);
+  });
+
+  it("refuses a mask that leaves nothing to copy from", async () => {
+    const image = blotches(80, 60);
+    const mask = rectangleMask(80, 60, 0, 0, 80, 58);
+    await expect(inpainter.inpaint(image, mask, {})).rejects.toMatchObject({ reason: "invalid_mask" });
+  });
+
+  it("stops when cancelled", async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const image = blotches(80, 60);
+    await expect(
+      inpainter.inpaint(image, rectangleMask(80, 60, 20, 20, 20, 20), { signal: controller.signal }),
+    ).rejects.toMatchObject({
+      reason: "cancelled",
+    });
+  });
+});
