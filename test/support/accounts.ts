@@ -57,3 +57,41 @@ export async function createKey(
   expect(response.status, response.text).toBe(201);
   return { key: response.body.key, id: response.body.id };
 }
+
+export interface KeyedAccount extends TestAccount {
+  key: string;
+}
+
+/** A verified account with an API key, optionally on a given plan and balance. */
+export async function keyedAccount(
+  app: { url: string; outboxDir: string; services: import("@retouch/core").Services },
+  options: { plan?: import("@retouch/core").PlanName; credits?: number } = {},
+): Promise<KeyedAccount> {
+  const account = await signUpVerified(app);
+  const { key } = await createKey(app.url, account);
+  if (options.plan) await app.services.profiles.setPlan(account.userId, options.plan);
+  if (options.credits !== undefined) {
+    const current = (await app.services.profiles.get(account.userId)).credits;
+    if (options.credits !== current) await app.services.profiles.grantCredits(account.userId, options.credits - current, "test");
+  }
+  return { ...account, key };
+}
+
+/** Polls the status endpoint until the job is no longer pending. */
+export async function waitForJob(
+  baseUrl: string,
+  key: string,
+  jobId: string,
+  timeoutMs = 60_000,
+): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const response = await fetch(`${baseUrl}/api/process/status?job_id=${jobId}`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    const body = (await response.json()) as Record<string, unknown>;
+    if (body.status !== "pending") return body;
+    if (Date.now() > deadline) throw new Error(`job ${jobId} still pending after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { type Config, createLogger, parseConfig, type Services } from "@retouch/core";
-import { startRetouch } from "@retouch/server";
+import { type Role, startRetouch } from "@retouch/server";
 import { freePort } from "./free-port";
 import { createTestDatabase } from "./test-database";
 
@@ -13,11 +13,13 @@ export interface TestApp {
   /** Every log line the app wrote, as JSON text. */
   logs: string[];
   outboxDir: string;
+  /** Stops the process's services and starts them again on the same database and data directory. */
+  restart(): Promise<void>;
   close(): Promise<void>;
 }
 
 /** A real Retouch (HTTP on loopback, its own database) inside the test process. */
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, options: { role?: Role } = {}): Promise<TestApp> {
   const database = await createTestDatabase();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-test-"));
   const port = await freePort();
@@ -32,18 +34,24 @@ export async function startTestApp(env: Record<string, string> = {}): Promise<Te
   });
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
-  const app = await startRetouch({ config, logger });
+  let app = await startRetouch({ config, logger, role: options.role ?? "all" });
   if (!app.http) throw new Error("test app has no HTTP server");
-  return {
+  const testApp: TestApp = {
     url: app.http.url,
     config,
     services: app.services,
     logs,
     outboxDir: path.join(dataDir, "outbox"),
+    async restart() {
+      await app.close();
+      app = await startRetouch({ config, logger, role: options.role ?? "all" });
+      testApp.services = app.services;
+    },
     async close() {
       await app.close();
       await database.drop();
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+  return testApp;
 }

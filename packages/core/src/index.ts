@@ -53,11 +53,17 @@ export { type PatchInpainterOptions, PatchMatchInpainter } from "./engine/patch-
 export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./engine/prompt-router";
 export { ERROR_CODES, type ErrorCode } from "./errors/error-codes";
 export { type ErrorBody, RetouchError } from "./errors/retouch-error";
+export { newId } from "./lib/ids";
 export { createLogger, type Logger } from "./lib/logger";
 export { constantTimeEqual, randomHex, sha256Hex } from "./lib/secrets";
+export { UrlSigner } from "./lib/signed-urls";
 export { createMailer, type Mailer, type MailMessage } from "./mail/mailer";
+export { EnginePool } from "./processing/engine-pool";
+export { ImageProcessor, MAX_ATTEMPTS } from "./processing/image-processor";
+export { JobQueue } from "./processing/job-queue";
+export { runMaintenance } from "./processing/maintenance";
 export type { Principal, RequestInfo } from "./services/principal";
-export { createServices, type ServiceDependencies, type Services } from "./services/services";
+export { createAdminService, createServices, type ServiceDependencies, type Services } from "./services/services";
 export { type Context, createContext } from "./trpc/context";
 export { isClientError, toRetouchError } from "./trpc/errors";
 export { type AppRouter, appRouter } from "./trpc/router";

@@ -1,5 +1,17 @@
 import path from "node:path";
-import { type Config, createMailer, createServices, type Logger, type Services } from "@retouch/core";
+import {
+  type Config,
+  createMailer,
+  createServices,
+  EnginePool,
+  ImageProcessor,
+  imageEngineOptions,
+  JobQueue,
+  type Logger,
+  runMaintenance,
+  type Services,
+} from "@retouch/core";
+import pg from "pg";
 import { resolveAuthSecret } from "./auth-secret";
 import { type HttpServer, startHttpServer } from "./http/http-server";
 import { openConfiguredDatabase } from "./postgres/database";
@@ -10,16 +22,20 @@ export interface RetouchApp {
   services: Services;
   /** Set when the role serves HTTP. */
   http: HttpServer | undefined;
+  /** Set when the role works the queue. */
+  processor: ImageProcessor | undefined;
   close(): Promise<void>;
 }
-
-const HOUR = 3_600_000;
 
 /** Starts one Retouch process: database, services, and the parts its role runs. */
 export async function startRetouch(options: { config: Config; logger: Logger; role?: Role }): Promise<RetouchApp> {
   const { config, logger } = options;
   const role = options.role ?? "all";
   const database = await openConfiguredDatabase(config, logger);
+  // The queue has its own small pool: LISTEN holds one connection for good.
+  const queuePool = new pg.Pool({ connectionString: database.url, max: config.workerConcurrency + 4 });
+  queuePool.on("error", (error) => logger.warn({ err: error }, "queue database connection lost"));
+  const queue = new JobQueue({ pool: queuePool, config, logger });
   const mailer = createMailer({
     ...(config.smtpUrl ? { smtpUrl: config.smtpUrl } : {}),
     from: config.mailFrom,
@@ -32,37 +48,69 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
     logger,
     mailer,
     authSecret: await resolveAuthSecret(config),
+    queue,
   });
 
+  let engine: EnginePool | undefined;
+  let processor: ImageProcessor | undefined;
   let http: HttpServer | undefined;
   try {
+    if (role === "worker" || role === "all") {
+      engine = new EnginePool(config.workerConcurrency, imageEngineOptions(config), logger);
+      const settled = (job: Parameters<typeof services.webhooks.afterSettle>[0]) => services.webhooks.afterSettle(job);
+      const worker = new ImageProcessor({
+        jobs: services.stores.jobs,
+        blobs: services.blobs,
+        engine,
+        config,
+        logger,
+        onSettled: settled,
+      });
+      processor = worker;
+      queue.work({
+        processImage: (jobId, keepAlive) => worker.process(jobId, keepAlive),
+        deliverWebhook: (deliveryId) => services.webhooks.attempt(deliveryId),
+        maintenance: () =>
+          runMaintenance({
+            jobs: services.stores.jobs,
+            rateLimits: services.stores.rateLimits,
+            blobs: services.blobs,
+            config,
+            logger,
+            enqueueOnce: (jobId) => queue.enqueueOnce(jobId),
+            onSettled: settled,
+            rescheduleWebhooks: (graceMs) => services.webhooks.rescheduleOverdue(graceMs),
+          }),
+      });
+    }
+    await queue.start();
     if (role === "api" || role === "all") {
       http = await startHttpServer(services, { host: config.host, port: config.port });
       logger.info({ url: http.url, publicBaseUrl: config.publicBaseUrl, role, database: database.kind }, "Retouch is listening");
+    } else {
+      logger.info({ role, concurrency: config.workerConcurrency, database: database.kind }, "Retouch worker is running");
     }
   } catch (error) {
+    await engine?.close();
     mailer.close();
+    await queuePool.end();
     await database.shutdown();
     throw error;
   }
-
-  // Old rate-limit windows are useless after a day; sweep them hourly.
-  const maintenance = setInterval(() => {
-    services.stores.rateLimits.deleteOlderThan(new Date(Date.now() - 24 * HOUR)).catch((error: unknown) => {
-      logger.warn({ err: error }, "rate-limit sweep failed");
-    });
-  }, HOUR);
-  maintenance.unref();
 
   let closing: Promise<void> | undefined;
   return {
     services,
     http,
+    processor,
     close() {
       closing ??= (async () => {
-        clearInterval(maintenance);
+        // Requests first (they may enqueue), then the jobs in flight, then the connections.
         await http?.close(config.shutdownTimeoutMs);
+        await queue.stop(config.shutdownTimeoutMs);
+        await engine?.close();
         mailer.close();
+        await queuePool.end();
         await database.shutdown();
         logger.info("Retouch stopped");
       })();

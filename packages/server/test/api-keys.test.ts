@@ -132,7 +132,11 @@ describe("GET /api/webhooks/secret", () => {
     const second = await request(app.url, "GET", "/api/webhooks/secret", { key: aliceKey.key });
     const other = await request(app.url, "GET", "/api/webhooks/secret", { key: bobKey.key });
     expect(first.status).toBe(200);
-    expect(first.body).toEqual({ secret: expect.stringMatching(/^[0-9a-f]{64,}$/) });
+    expect(first.body).toEqual({
+      secret: expect.stringMatching(/^[0-9a-f]{64,}$/),
+      standard_webhooks_secret: expect.stringMatching(/^whsec_/),
+    });
+    expect(Buffer.from(first.body.standard_webhooks_secret.slice(6), "base64").toString("hex")).toBe(first.body.secret);
     expect(second.body.secret).toBe(first.body.secret);
     expect(other.body.secret).not.toBe(first.body.secret);
   });

@@ -74,7 +74,23 @@ const envSchema = z.object({
   RETOUCH_TRUST_PROXY: booleanFlag,
   RETOUCH_WEBHOOK_ALLOW_INSECURE: booleanFlag,
   RETOUCH_WEBHOOK_RETRY_DELAYS: durationList.default([30_000, 120_000, 600_000, 3_600_000]),
+  RETOUCH_WEBHOOK_TIMEOUT: duration.default(10_000),
   RETOUCH_SHUTDOWN_TIMEOUT: duration.default(10_000),
+  RETOUCH_MAX_IMAGE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(25 * 1024 * 1024),
+  RETOUCH_MAX_REQUEST_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(100 * 1024 * 1024),
+  RETOUCH_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  RETOUCH_JOB_LOCK_LIFETIME: duration.default(30_000),
+  RETOUCH_JOB_TIMEOUT: duration.default(600_000),
+  RETOUCH_QUEUE_POLL_INTERVAL: duration.default(5_000),
+  RETOUCH_RETENTION: duration.default(86_400_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RETOUCH_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1_000_000).max(268_000_000).default(40_000_000),
   RETOUCH_BACKGROUND_MODEL: z.string().endsWith(".onnx", "must be the path of an .onnx file").optional(),
@@ -103,7 +119,23 @@ export interface Config {
   trustProxy: boolean;
   webhookAllowInsecure: boolean;
   webhookRetryDelaysMs: number[];
+  /** How long a receiver has to answer one attempt. */
+  webhookTimeoutMs: number;
   shutdownTimeoutMs: number;
+  /** Largest decoded image (and mask) accepted in a submission. */
+  maxImageBytes: number;
+  /** Largest request body of POST /api/process (a whole batch). */
+  maxRequestBytes: number;
+  /** Jobs one worker process edits at the same time (one thread each). */
+  workerConcurrency: number;
+  /** A job whose worker stops renewing its lock for this long is picked up by another worker. */
+  jobLockLifetimeMs: number;
+  /** A job still pending after this long fails (and is refunded). */
+  jobTimeoutMs: number;
+  /** Fallback polling of the queue; new jobs arrive by LISTEN/NOTIFY without waiting for it. */
+  queuePollIntervalMs: number;
+  /** How long inputs and results are kept. */
+  retentionMs: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** Images (and requested outputs) above this many pixels are refused. */
   maxImagePixels: number;
@@ -156,7 +188,15 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     trustProxy: e.RETOUCH_TRUST_PROXY,
     webhookAllowInsecure: e.RETOUCH_WEBHOOK_ALLOW_INSECURE,
     webhookRetryDelaysMs: e.RETOUCH_WEBHOOK_RETRY_DELAYS,
+    webhookTimeoutMs: e.RETOUCH_WEBHOOK_TIMEOUT,
     shutdownTimeoutMs: e.RETOUCH_SHUTDOWN_TIMEOUT,
+    maxImageBytes: e.RETOUCH_MAX_IMAGE_BYTES,
+    maxRequestBytes: e.RETOUCH_MAX_REQUEST_BYTES,
+    workerConcurrency: e.RETOUCH_WORKER_CONCURRENCY,
+    jobLockLifetimeMs: e.RETOUCH_JOB_LOCK_LIFETIME,
+    jobTimeoutMs: e.RETOUCH_JOB_TIMEOUT,
+    queuePollIntervalMs: e.RETOUCH_QUEUE_POLL_INTERVAL,
+    retentionMs: e.RETOUCH_RETENTION,
     logLevel: e.LOG_LEVEL,
     maxImagePixels: e.RETOUCH_MAX_IMAGE_PIXELS,
     backgroundModel: backgroundModelPath

@@ -64,6 +64,77 @@ export interface RateLimitWindowTable {
   count: number;
 }
 
+export type JobStatus = "pending" | "done" | "error";
+export type JobWorkflow = "background_removal" | "object_removal" | "generative_edit";
+export type ImageFormat = "jpeg" | "png" | "webp";
+
+export interface BatchTable {
+  id: string;
+  user_id: string;
+  created_at: CreatedAt;
+}
+
+export interface JobTable {
+  id: string;
+  user_id: string;
+  batch_id: string | null;
+  batch_index: number | null;
+  status: JobStatus;
+  workflow: JobWorkflow;
+  prompt: string;
+  negative_prompt: string | null;
+  detect: string | null;
+  output_format: ImageFormat;
+  quality: number | null;
+  webhook_url: string | null;
+  input_blob: string | null;
+  mask_blob: string | null;
+  input_width: number | null;
+  input_height: number | null;
+  result_blob: string | null;
+  result_format: ImageFormat | null;
+  width: number | null;
+  height: number | null;
+  credits_used: number;
+  credits_remaining: number | null;
+  processing_time_ms: number | null;
+  error_reason: string | null;
+  rejection: string | null;
+  attempts: Generated<number>;
+  claimed_by: string | null;
+  claimed_until: Date | null;
+  created_at: CreatedAt;
+  started_at: Date | null;
+  finished_at: Date | null;
+  result_expires_at: Date | null;
+}
+
+export interface IdempotencyKeyTable {
+  user_id: string;
+  key: string;
+  request_hash: string;
+  response: ColumnType<unknown, string | null, string>;
+  created_at: CreatedAt;
+}
+
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+export interface WebhookDeliveryTable {
+  id: string;
+  job_id: string;
+  user_id: string;
+  url: string;
+  status: DeliveryStatus;
+  attempts: Generated<number>;
+  last_status_code: number | null;
+  last_error: string | null;
+  last_attempt_at: Date | null;
+  next_attempt_at: Date | null;
+  locked_until: Date | null;
+  created_at: CreatedAt;
+  delivered_at: Date | null;
+}
+
 export interface Database {
   user: UserTable;
   session: SessionTable;
@@ -71,4 +142,8 @@ export interface Database {
   credit_ledger: CreditLedgerTable;
   api_keys: ApiKeyTable;
   rate_limit_windows: RateLimitWindowTable;
+  batches: BatchTable;
+  jobs: JobTable;
+  idempotency_keys: IdempotencyKeyTable;
+  webhook_deliveries: WebhookDeliveryTable;
 }

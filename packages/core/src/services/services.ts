@@ -1,36 +1,61 @@
+import path from "node:path";
 import { createAuth } from "../auth/auth";
+import { type BlobStore, FileBlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import type { Logger } from "../lib/logger";
+import { UrlSigner } from "../lib/signed-urls";
 import type { Mailer } from "../mail/mailer";
 import { verificationEmail } from "../mail/verification-email";
 import { ApiKeysStore } from "../stores/api-keys.store";
+import { JobsStore } from "../stores/jobs.store";
 import { ProfilesStore } from "../stores/profiles.store";
 import { RateLimitsStore } from "../stores/rate-limits.store";
 import { UsersStore } from "../stores/users.store";
+import { WebhookDeliveriesStore } from "../stores/webhook-deliveries.store";
 import { AccountsService } from "./accounts.service";
 import { AdminService } from "./admin.service";
 import { ApiKeysService } from "./api-keys.service";
+import { JobsService } from "./jobs.service";
 import { ProfilesService } from "./profiles.service";
+import { SubmissionsService } from "./submissions.service";
+import { WebhooksService } from "./webhooks.service";
+
+export interface QueueClient {
+  enqueue(jobId: string): Promise<void>;
+  scheduleDelivery(deliveryId: string, at: Date): Promise<void>;
+}
 
 export interface ServiceDependencies {
   db: Db;
   config: Config;
   logger: Logger;
   mailer: Mailer;
-  /** Signs session cookies and verification tokens. */
+  /** Signs session cookies, verification tokens and result links. */
   authSecret: string;
+  /** The durable queue (the host owns it): jobs to process, webhook attempts to make. */
+  queue: QueueClient;
+  /** Where inputs and results are kept; files under the data directory by default. */
+  blobs?: BlobStore;
+  /** For tests: how webhook hosts resolve. */
+  resolveHost?: (host: string) => Promise<string[]>;
 }
 
 /** Every domain service, wired once. The HTTP host, the worker, the admin CLI and tests all start here. */
 export function createServices(deps: ServiceDependencies) {
   const { db, config, logger, mailer } = deps;
+  const profilesStore = new ProfilesStore(db);
+  const rateLimitsStore = new RateLimitsStore(db);
+  const deliveriesStore = new WebhookDeliveriesStore(db);
   const stores = {
     apiKeys: new ApiKeysStore(db),
-    profiles: new ProfilesStore(db),
-    rateLimits: new RateLimitsStore(db),
+    profiles: profilesStore,
+    rateLimits: rateLimitsStore,
     users: new UsersStore(db),
+    jobs: new JobsStore(db, profilesStore, rateLimitsStore, deliveriesStore),
+    webhookDeliveries: deliveriesStore,
   };
+  const blobs = deps.blobs ?? new FileBlobStore(path.join(config.dataDir, "blobs"));
   const auth = createAuth({
     db,
     config,
@@ -44,16 +69,43 @@ export function createServices(deps: ServiceDependencies) {
     },
   });
   const profiles = new ProfilesService(stores.profiles, config);
+  const jobsService = new JobsService(stores.jobs, new UrlSigner(deps.authSecret), config);
+  const webhooks = new WebhooksService({
+    deliveries: stores.webhookDeliveries,
+    jobs: stores.jobs,
+    jobsService,
+    profiles,
+    config,
+    logger,
+    scheduleDelivery: (deliveryId, at) => deps.queue.scheduleDelivery(deliveryId, at),
+    ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
+  });
   return {
     config,
     logger,
     stores,
+    blobs,
     auth,
     profiles,
+    submissions: new SubmissionsService({
+      jobs: stores.jobs,
+      profiles,
+      blobs,
+      config,
+      logger,
+      enqueue: (jobId) => deps.queue.enqueue(jobId),
+      ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
+    }),
+    jobs: jobsService,
+    webhooks,
     accounts: new AccountsService({ auth, profiles, rateLimits: stores.rateLimits, config, logger }),
     apiKeys: new ApiKeysService(stores.apiKeys),
-    admin: new AdminService(stores.users, profiles),
   };
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/** Operator actions only (`pnpm retouch admin`): no mail, no queue, no HTTP. */
+export function createAdminService(deps: { db: Db; config: Config }): AdminService {
+  return new AdminService(new UsersStore(deps.db), new ProfilesService(new ProfilesStore(deps.db), deps.config));
+}

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import type { Database } from "../db/schema";
 
 export interface RateDecision {
@@ -15,13 +15,18 @@ export interface RateDecision {
 export class RateLimitsStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async hit(key: string, options: { limit: number; windowMs: number; amount?: number; now?: number }): Promise<RateDecision> {
+  /** Counts `amount` events against the limit; pass a transaction to roll the count back with it. */
+  async hit(
+    key: string,
+    options: { limit: number; windowMs: number; amount?: number; now?: number },
+    executor: Kysely<Database> | Transaction<Database> = this.db,
+  ): Promise<RateDecision> {
     const amount = options.amount ?? 1;
     const now = options.now ?? Date.now();
     const windowStart = Math.floor(now / options.windowMs) * options.windowMs;
     const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + options.windowMs - now) / 1000));
     if (amount > options.limit) return { allowed: false, retryAfterSeconds };
-    const row = await this.db
+    const row = await executor
       .insertInto("rate_limit_windows")
       .values({ key, window_start: new Date(windowStart), count: amount })
       .onConflict((conflict) =>

@@ -1,17 +1,22 @@
 import { createKey } from "./procedures/create-key.procedure";
+import { getProcessResult } from "./procedures/get-process-result.procedure";
+import { getProcessStatus } from "./procedures/get-process-status.procedure";
 import { getWebhookSecret } from "./procedures/get-webhook-secret.procedure";
 import { listKeys } from "./procedures/list-keys.procedure";
+import { listWebhookDeliveries } from "./procedures/list-webhook-deliveries.procedure";
 import { resendVerification } from "./procedures/resend-verification.procedure";
 import { revokeKey } from "./procedures/revoke-key.procedure";
 import { signIn } from "./procedures/sign-in.procedure";
 import { signUp } from "./procedures/sign-up.procedure";
+import { submitProcess } from "./procedures/submit-process.procedure";
 import { router } from "./trpc";
 
 /** Every operation of the service, defined once. REST, MCP and the SDK are views of this router. */
 export const appRouter = router({
   auth: router({ signUp, signIn, resendVerification }),
   keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
-  webhooks: router({ secret: getWebhookSecret }),
+  process: router({ submit: submitProcess, status: getProcessStatus, result: getProcessResult }),
+  webhooks: router({ secret: getWebhookSecret, deliveries: listWebhookDeliveries }),
 });
 
 export type AppRouter = typeof appRouter;

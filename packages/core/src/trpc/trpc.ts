@@ -6,8 +6,8 @@ import type { Context } from "./context";
 import { toRetouchError, trpcCodeFor } from "./errors";
 
 export interface ProcedureMeta extends OpenApiMeta {
-  /** HTTP status of a successful REST response (200 unless said otherwise). */
-  successStatus?: number;
+  /** HTTP status of a successful REST response (200 unless said otherwise), fixed or chosen from the output. */
+  successStatus?: number | ((output: unknown) => number);
 }
 
 const t = initTRPC

@@ -1,17 +1,6 @@
-import path from "node:path";
 import { parseArgs } from "node:util";
-import {
-  ConfigError,
-  createLogger,
-  createMailer,
-  createServices,
-  isPlanName,
-  loadConfig,
-  PLAN_NAMES,
-  RetouchError,
-} from "@retouch/core";
+import { ConfigError, createAdminService, createLogger, isPlanName, loadConfig, PLAN_NAMES, RetouchError } from "@retouch/core";
 import { pino } from "pino";
-import { resolveAuthSecret } from "../auth-secret";
 import { openConfiguredDatabase } from "../postgres/database";
 
 const USAGE = `Usage: pnpm retouch admin <command> [arguments]
@@ -45,21 +34,20 @@ async function main(argv: string[]): Promise<number> {
   // Logs go to stderr so stdout carries only the command's result.
   const logger = createLogger(config.logLevel === "info" ? "warn" : config.logLevel, pino.destination(2));
   const database = await openConfiguredDatabase(config, logger, { maxConnections: 2 });
-  const mailer = createMailer({ from: config.mailFrom, outboxDir: path.join(config.dataDir, "outbox"), logger });
   try {
-    const services = createServices({ db: database.db, config, logger, mailer, authSecret: await resolveAuthSecret(config) });
+    const admin = createAdminService({ db: database.db, config });
     const email = args[0];
     if (!email) throw new UsageError(`${command} needs an email address`);
     switch (command) {
       case "verify-email": {
-        const user = await services.admin.verifyEmail(email);
+        const user = await admin.verifyEmail(email);
         process.stdout.write(`Verified ${user.email} (${user.id}).\n`);
         return 0;
       }
       case "grant-credits": {
         const amount = Number(args[1]);
         if (!Number.isInteger(amount) || amount === 0) throw new UsageError("grant-credits needs a non-zero whole amount");
-        const { user, balance } = await services.admin.grantCredits(email, amount, values.note);
+        const { user, balance } = await admin.grantCredits(email, amount, values.note);
         process.stdout.write(
           `${amount > 0 ? "Granted" : "Removed"} ${Math.abs(amount)} credits ${amount > 0 ? "to" : "from"} ${user.email}; balance is now ${balance}.\n`,
         );
@@ -68,12 +56,12 @@ async function main(argv: string[]): Promise<number> {
       case "set-plan": {
         const plan = args[1] ?? "";
         if (!isPlanName(plan)) throw new UsageError(`set-plan needs one of: ${PLAN_NAMES.join(", ")}`);
-        const user = await services.admin.setPlan(email, plan);
+        const user = await admin.setPlan(email, plan);
         process.stdout.write(`${user.email} is now on the ${plan} plan.\n`);
         return 0;
       }
       case "show": {
-        const account = await services.admin.describe(email);
+        const account = await admin.describe(email);
         process.stdout.write(`${JSON.stringify(account, null, 2)}\n`);
         return 0;
       }
@@ -81,7 +69,6 @@ async function main(argv: string[]): Promise<number> {
         throw new UsageError(`unknown command "${command}"`);
     }
   } finally {
-    mailer.close();
     await database.shutdown();
   }
 }

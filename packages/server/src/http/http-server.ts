@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { RetouchError, type Services } from "@retouch/core";
 import { VERIFY_EMAIL_PATH, verifyEmailPage } from "../pages/verify-email.page";
 import { DEFAULT_BODY_LIMIT_BYTES, isJsonContentType, readJsonBody } from "./body";
+import { FILES_PREFIX, serveSignedFile } from "./files.handler";
 import type { RequestWithBody } from "./procedure-meta";
 import { sendError, sendJson } from "./responses";
 import { createRestHandler } from "./rest.handler";
@@ -19,7 +20,11 @@ export interface HttpServer {
 
 export async function startHttpServer(services: Services, options: { host: string; port: number }): Promise<HttpServer> {
   const rest = createRestHandler(services);
-  const trpc = createTrpcHandler(services, DEFAULT_BODY_LIMIT_BYTES);
+  // Submissions carry images: they get their own (documented) body limit; every other route 1 MiB.
+  const submissionLimit = services.config.maxRequestBytes;
+  const trpc = createTrpcHandler(services, submissionLimit);
+  const bodyLimit = (path: string) =>
+    path === "/api/process" || path === "/trpc/process.submit" ? submissionLimit : DEFAULT_BODY_LIMIT_BYTES;
   const logger = services.logger;
   let inFlight = 0;
   let draining = false;
@@ -37,14 +42,21 @@ export async function startHttpServer(services: Services, options: { host: strin
       await verifyEmailPage(services, req, res, url);
       return;
     }
+    if (path.startsWith(FILES_PREFIX) && (req.method === "GET" || req.method === "HEAD")) {
+      await serveSignedFile(services, req, res, url);
+      return;
+    }
     if (path.startsWith(TRPC_PREFIX)) {
       const declared = Number(req.headers["content-length"]);
-      if (declared > DEFAULT_BODY_LIMIT_BYTES) throw new RetouchError("payload_too_large");
+      if (declared > bodyLimit(path)) {
+        req.resume();
+        throw new RetouchError("payload_too_large", `The request body is larger than ${bodyLimit(path)} bytes.`);
+      }
       await trpc(req, res, path);
       return;
     }
     if (req.method !== "GET" && req.method !== "HEAD" && isJsonContentType(req)) {
-      (req as RequestWithBody).body = await readJsonBody(req, DEFAULT_BODY_LIMIT_BYTES);
+      (req as RequestWithBody).body = await readJsonBody(req, bodyLimit(path));
     }
     await rest(req, res, () => sendError(res, new RetouchError("not_found", `No route for ${req.method} ${path}.`)));
   };

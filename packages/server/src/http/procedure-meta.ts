@@ -19,6 +19,8 @@ export function responseMetaFor(opts: {
   ctx?: Context | undefined;
   paths?: readonly string[] | undefined;
   errors: readonly TRPCError[];
+  /** REST only: the procedure's output, for a status that depends on it (202 for a pending result). */
+  data?: readonly unknown[];
 }): { status?: number; headers: Record<string, string | string[]> } {
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of opts.ctx?.responseHeaders ?? []) {
@@ -30,7 +32,8 @@ export function responseMetaFor(opts: {
     const domain = toRetouchError(error);
     return { status: domain.status, headers: { ...headers, ...domain.headers() } };
   }
-  const status = opts.paths?.length === 1 ? procedureMeta(opts.paths[0])?.successStatus : undefined;
+  const declared = opts.paths?.length === 1 ? procedureMeta(opts.paths[0])?.successStatus : undefined;
+  const status = typeof declared === "function" ? declared(opts.data?.[0]) : declared;
   return status ? { status, headers } : { headers };
 }
 

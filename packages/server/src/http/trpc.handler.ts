@@ -16,7 +16,8 @@ export function createTrpcHandler(services: Services, maxBodySize: number) {
       path: pathname.slice(TRPC_PREFIX.length),
       maxBodySize,
       createContext: ({ req: request }) => createHttpContext(services, request),
-      responseMeta: responseMetaFor,
+      // The REST statuses (201, 202) are the spec's; tRPC clients read the envelope, so only errors set a status here.
+      responseMeta: ({ ctx, errors }) => responseMetaFor({ ctx, errors, paths: [] }),
       onError: ({ error, path }) => {
         if (!isClientError(toRetouchError(error))) services.logger.error({ err: error, path }, "request failed");
       },

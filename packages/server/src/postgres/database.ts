@@ -4,6 +4,8 @@ import { startEmbeddedPostgres } from "./embedded-postgres";
 export interface OpenedDatabase extends DatabaseHandle {
   /** Where it runs: "external" (DATABASE_URL) or "embedded". */
   kind: "external" | "embedded";
+  /** Its connection URL, for the components that open their own pool (the queue). */
+  url: string;
   /** Closes the pool and stops the embedded server if this process owns it. */
   shutdown(): Promise<void>;
 }
@@ -34,6 +36,7 @@ export async function openConfiguredDatabase(
   return {
     ...handle,
     kind: embedded ? "embedded" : "external",
+    url,
     async shutdown() {
       await handle.close();
       await embedded?.stop();

@@ -1,5 +1,8 @@
 import type { Migration } from "kysely/migration";
 import * as accounts from "./0001-accounts.migration";
+import * as jobs from "./0002-jobs.migration";
+import * as queue from "./0003-queue.migration";
+import * as webhooks from "./0004-webhooks.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -7,4 +10,7 @@ import * as accounts from "./0001-accounts.migration";
  */
 export const migrations: Record<string, Migration> = {
   "0001-accounts": accounts,
+  "0002-jobs": jobs,
+  "0003-queue": queue,
+  "0004-webhooks": webhooks,
 };

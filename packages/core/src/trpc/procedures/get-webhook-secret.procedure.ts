@@ -9,9 +9,10 @@ export const getWebhookSecret = apiKeyProcedure
       path: "/api/webhooks/secret",
       tags: ["Webhooks"],
       summary: "Get the webhook signing secret",
-      description: "The hex key that signs this account's settlement callbacks (HMAC-SHA256).",
+      description:
+        "The hex key that signs this account's settlement callbacks (X-Retouch-Signature, HMAC-SHA256), and the same key in the Standard Webhooks form.",
     },
   })
   .input(z.object({}).optional())
   .output(webhookSecretOutput)
-  .query(async ({ ctx }) => ({ secret: await ctx.services.profiles.webhookSecret(ctx.principal.userId) }));
+  .query(({ ctx }) => ctx.services.webhooks.secrets(ctx.principal.userId));

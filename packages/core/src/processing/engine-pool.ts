@@ -1,0 +1,157 @@
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { EditRequest, EditResult, ImageEngine } from "../engine/engine.ports";
+import { EngineError, type EngineFailureReason } from "../engine/engine-error";
+import type { Logger } from "../lib/logger";
+import type { EngineWorkerOptions } from "./engine.worker";
+
+/** What crosses the thread boundary: plain data, the bytes as transferable arrays. */
+export type WorkerRequest = Omit<EditRequest, "image" | "mask" | "signal"> & { image: Uint8Array; mask?: Uint8Array };
+export type WorkerMessage = { kind: "edit"; id: number; request: WorkerRequest } | { kind: "cancel"; id: number };
+export type WorkerReply =
+  | { id: number; ok: true; result: Omit<EditResult, "image"> & { image: Uint8Array } }
+  | { id: number; ok: false; error: { message: string; reason?: EngineFailureReason } };
+
+interface Task {
+  id: number;
+  request: WorkerRequest;
+  signal: AbortSignal | undefined;
+  resolve(result: EditResult): void;
+  reject(error: unknown): void;
+}
+
+interface Slot {
+  worker: Worker;
+  task: Task | undefined;
+}
+
+const workerUrl = new URL(`./engine.worker.${import.meta.url.endsWith(".ts") ? "ts" : "js"}`, import.meta.url);
+/** How long a cancelled edit may take to notice before its thread is terminated. */
+const CANCEL_GRACE_MS = 5_000;
+
+function toTransferable(bytes: Buffer): Uint8Array {
+  // A Buffer may be a view on a shared pool: copy into an array of its own, which can be moved.
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return copy;
+}
+
+/**
+ * The engine's pixel loops are synchronous JavaScript. Run on the main thread
+ * they would stall HTTP and the queue's lock renewal; here each edit runs in
+ * a worker thread, `size` at a time, and a stuck edit can be terminated.
+ */
+export class EnginePool implements ImageEngine {
+  private readonly slots: Slot[] = [];
+  private readonly waiting: Task[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(
+    private readonly size: number,
+    private readonly options: EngineWorkerOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  edit(request: EditRequest): Promise<EditResult> {
+    if (this.closed) return Promise.reject(new Error("the engine pool is closed"));
+    const { image, mask, signal, ...rest } = request;
+    return new Promise<EditResult>((resolve, reject) => {
+      const task: Task = {
+        id: this.nextId++,
+        request: { ...rest, image: toTransferable(image), ...(mask ? { mask: toTransferable(mask) } : {}) },
+        signal,
+        resolve,
+        reject,
+      };
+      if (signal?.aborted) {
+        reject(new EngineError("cancelled", "The edit was cancelled before it started."));
+        return;
+      }
+      this.waiting.push(task);
+      this.dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const task of this.waiting.splice(0)) task.reject(new Error("the engine pool is closed"));
+    await Promise.all(this.slots.splice(0).map((slot) => slot.worker.terminate()));
+  }
+
+  private dispatch(): void {
+    while (this.waiting.length > 0) {
+      let slot = this.slots.find((candidate) => candidate.task === undefined);
+      if (!slot && this.slots.length < this.size) slot = this.spawn();
+      if (!slot) return;
+      const task = this.waiting.shift() as Task;
+      this.run(slot, task);
+    }
+  }
+
+  private spawn(): Slot {
+    const execArgv = workerUrl.pathname.endsWith(".ts")
+      ? ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href]
+      : [];
+    const worker = new Worker(workerUrl, { workerData: this.options, execArgv });
+    const slot: Slot = { worker, task: undefined };
+    worker.on("message", (reply: WorkerReply) => this.settle(slot, reply));
+    worker.on("error", (error) => this.fail(slot, error));
+    worker.on("exit", (code) => {
+      if (slot.task) this.fail(slot, new Error(`the engine thread exited (code ${code}) during an edit`));
+      this.remove(slot);
+    });
+    this.slots.push(slot);
+    return slot;
+  }
+
+  private run(slot: Slot, task: Task): void {
+    slot.task = task;
+    const transfer = [task.request.image.buffer, ...(task.request.mask ? [task.request.mask.buffer] : [])] as ArrayBuffer[];
+    slot.worker.postMessage({ kind: "edit", id: task.id, request: task.request } satisfies WorkerMessage, transfer);
+    task.signal?.addEventListener(
+      "abort",
+      () => {
+        if (slot.task !== task) return;
+        slot.worker.postMessage({ kind: "cancel", id: task.id } satisfies WorkerMessage);
+        // An edit deep in a pixel loop may not look at its signal soon: end the thread.
+        setTimeout(() => {
+          if (slot.task === task) {
+            this.logger.warn({ taskId: task.id }, "engine thread ignored cancellation; terminating it");
+            this.fail(slot, new EngineError("cancelled", "The edit was cancelled."));
+            void slot.worker.terminate();
+          }
+        }, CANCEL_GRACE_MS).unref();
+      },
+      { once: true },
+    );
+  }
+
+  private settle(slot: Slot, reply: WorkerReply): void {
+    const task = slot.task;
+    if (!task || task.id !== reply.id) return;
+    slot.task = undefined;
+    if (reply.ok)
+      task.resolve({
+        ...reply.result,
+        image: Buffer.from(reply.result.image.buffer, reply.result.image.byteOffset, reply.result.image.byteLength),
+      });
+    else
+      task.reject(reply.error.reason ? new EngineError(reply.error.reason, reply.error.message) : new Error(reply.error.message));
+    this.dispatch();
+  }
+
+  private fail(slot: Slot, error: unknown): void {
+    const task = slot.task;
+    slot.task = undefined;
+    task?.reject(error);
+    this.remove(slot);
+    this.dispatch();
+  }
+
+  private remove(slot: Slot): void {
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots.splice(index, 1);
+  }
+}

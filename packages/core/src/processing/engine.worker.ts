@@ -1,0 +1,46 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { createImageEngine, type ImageEngineOptions } from "../engine/engine";
+import { isEngineError } from "../engine/engine-error";
+import type { WorkerMessage, WorkerReply } from "./engine-pool";
+
+/** Options of the engine in each thread: plain data only, since they are copied into it (no port implementations). */
+export type EngineWorkerOptions = Pick<ImageEngineOptions, "maxPixels" | "backgroundModel" | "backgroundModelPath">;
+
+/** One engine thread: edits one image at a time for the pool. */
+if (parentPort) {
+  const port = parentPort;
+  const engine = createImageEngine(workerData as EngineWorkerOptions);
+  const running = new Map<number, AbortController>();
+
+  port.on("message", async (message: WorkerMessage) => {
+    if (message.kind === "cancel") {
+      running.get(message.id)?.abort();
+      return;
+    }
+    const controller = new AbortController();
+    running.set(message.id, controller);
+    const { image, mask, ...rest } = message.request;
+    try {
+      const result = await engine.edit({
+        ...rest,
+        image: Buffer.from(image.buffer, image.byteOffset, image.byteLength),
+        ...(mask ? { mask: Buffer.from(mask.buffer, mask.byteOffset, mask.byteLength) } : {}),
+        signal: controller.signal,
+      });
+      const bytes = new Uint8Array(result.image.byteLength);
+      bytes.set(result.image);
+      port.postMessage({ id: message.id, ok: true, result: { ...result, image: bytes } } satisfies WorkerReply, [bytes.buffer]);
+    } catch (error) {
+      const reply: WorkerReply = {
+        id: message.id,
+        ok: false,
+        error: isEngineError(error)
+          ? { message: error.message, reason: error.reason }
+          : { message: error instanceof Error ? error.message : String(error) },
+      };
+      port.postMessage(reply);
+    } finally {
+      running.delete(message.id);
+    }
+  });
+}

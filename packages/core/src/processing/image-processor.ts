@@ -1,0 +1,117 @@
+import { hostname } from "node:os";
+import type { BlobStore } from "../blobs/blob-store";
+import type { Config } from "../config/env";
+import type { ImageFormat } from "../db/schema";
+import type { ImageEngine } from "../engine/engine.ports";
+import { isEngineError } from "../engine/engine-error";
+import type { Logger } from "../lib/logger";
+import { randomHex } from "../lib/secrets";
+import type { JobRow, JobsStore } from "../stores/jobs.store";
+
+/** A job that crashed its worker this many times is failed and refunded rather than retried again. */
+export const MAX_ATTEMPTS = 3;
+
+export interface ImageProcessorDependencies {
+  jobs: JobsStore;
+  blobs: BlobStore;
+  engine: ImageEngine;
+  config: Pick<Config, "jobLockLifetimeMs" | "jobTimeoutMs" | "retentionMs">;
+  logger: Logger;
+  /** Called once a job reaches `done` or `error` (after the refund): webhooks go out from here. */
+  onSettled(job: JobRow): Promise<void>;
+}
+
+/**
+ * Runs one job on this worker: claim it, edit, store the result, settle.
+ * Safe to call twice for the same job, from any number of workers: only the
+ * holder of the claim edits it, and only a pending job is settled.
+ */
+export class ImageProcessor {
+  /** Names this process in claims: a second process never mistakes another's claim for its own. */
+  readonly workerId = `${hostname()}:${process.pid}:${randomHex(4)}`;
+
+  constructor(private readonly deps: ImageProcessorDependencies) {}
+
+  async process(jobId: string, keepAlive: () => Promise<void> = async () => {}): Promise<void> {
+    const { jobs, blobs, engine, config, logger } = this.deps;
+    const lease = config.jobLockLifetimeMs;
+    const job = await jobs.claim(jobId, this.workerId, lease);
+    if (!job) {
+      logger.debug({ jobId }, "job not claimable (settled, or held by another worker)");
+      return;
+    }
+    if (job.attempts > MAX_ATTEMPTS) {
+      await this.fail(job, `gave up after ${MAX_ATTEMPTS} attempts: the worker processing it stopped each time`, null);
+      return;
+    }
+    logger.info({ jobId, workflow: job.workflow, attempt: job.attempts }, "processing job");
+    const started = performance.now();
+    const controller = new AbortController();
+    const timeout = setTimeout(() => controller.abort(), config.jobTimeoutMs);
+    // Renew both locks well before they lapse; losing the claim means another worker took over.
+    const heartbeat = setInterval(
+      () => {
+        Promise.all([jobs.renewClaim(jobId, this.workerId, lease), keepAlive()])
+          .then(([held]) => {
+            if (!held) controller.abort();
+          })
+          .catch((error: unknown) => logger.warn({ err: error, jobId }, "could not renew the job's lock"));
+      },
+      Math.max(250, Math.floor(lease / 3)),
+    );
+    try {
+      if (!job.input_blob) throw new Error("the job has no input image");
+      const [image, mask] = await Promise.all([blobs.get(job.input_blob), job.mask_blob ? blobs.get(job.mask_blob) : undefined]);
+      const result = await engine.edit({
+        image,
+        prompt: job.prompt,
+        ...(job.negative_prompt !== null ? { negativePrompt: job.negative_prompt } : {}),
+        format: job.output_format,
+        ...(job.quality !== null ? { quality: job.quality } : {}),
+        ...(mask ? { mask } : {}),
+        ...(job.detect !== null ? { detect: job.detect } : {}),
+        signal: controller.signal,
+      });
+      const resultBlob = `results/${jobId}.${result.format}`;
+      await blobs.put(resultBlob, result.image);
+      const settled = await jobs.settleDone(jobId, this.workerId, {
+        resultBlob,
+        format: result.format as ImageFormat,
+        width: result.width,
+        height: result.height,
+        processingTimeMs: Math.round(performance.now() - started),
+        resultExpiresAt: new Date(Date.now() + config.retentionMs),
+      });
+      if (!settled) {
+        // Timed out by the reconciler, or taken over: the other outcome stands.
+        await blobs.delete(resultBlob);
+        logger.warn({ jobId }, "job was settled elsewhere while it ran; result discarded");
+        return;
+      }
+      logger.info({ jobId, ms: settled.processing_time_ms, width: result.width, height: result.height }, "job done");
+      await this.afterSettle(settled);
+    } catch (error) {
+      const reason = isEngineError(error)
+        ? `${error.reason}: ${error.message}`
+        : `internal: ${error instanceof Error ? error.message : String(error)}`;
+      logger.warn({ jobId, reason, ...(isEngineError(error) ? {} : { err: error }) }, "job failed");
+      await this.fail(job, reason, Math.round(performance.now() - started));
+    } finally {
+      clearTimeout(timeout);
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** Fails a job this worker holds, with its refund. */
+  private async fail(job: JobRow, reason: string, processingTimeMs: number | null): Promise<void> {
+    const settled = await this.deps.jobs.settleFailed(job.id, reason, { workerId: this.workerId, processingTimeMs });
+    if (settled) await this.afterSettle(settled);
+  }
+
+  private async afterSettle(job: JobRow): Promise<void> {
+    const inputs = [job.input_blob, job.mask_blob].filter((key): key is string => key !== null);
+    await Promise.all(inputs.map((key) => this.deps.blobs.delete(key)));
+    if (inputs.length > 0) await this.deps.jobs.clearInputBlobs(job.id);
+    await this.deps.onSettled(job);
+  }
+}

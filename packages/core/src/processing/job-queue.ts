@@ -1,0 +1,118 @@
+import { PostgresBackend } from "@agendajs/postgres-backend";
+import { Agenda, type Job } from "agenda";
+import type pg from "pg";
+import type { Config } from "../config/env";
+import type { Logger } from "../lib/logger";
+
+export const PROCESS_IMAGE = "process-image";
+const DELIVER_WEBHOOK = "deliver-webhook";
+const MAINTENANCE = "maintenance";
+
+export interface QueueHandlers {
+  /** Edits one image. `keepAlive` renews the queue lock; call it while working. */
+  processImage(jobId: string, keepAlive: () => Promise<void>): Promise<void>;
+  /** One attempt of a settlement callback. */
+  deliverWebhook(deliveryId: string): Promise<void>;
+  /** Re-enqueues lost jobs, fails timed-out ones, deletes expired files. Runs on one worker at a time. */
+  maintenance(): Promise<void>;
+}
+
+/**
+ * The durable queue: Agenda on PostgreSQL. A submission inserts a queue job
+ * and NOTIFYs; a worker LISTENing picks it up within milliseconds (polling is
+ * only the fallback). A worker that dies leaves its lock to expire after
+ * `jobLockLifetimeMs`, then another worker takes the job.
+ */
+export interface JobQueueOptions {
+  pool: pg.Pool;
+  config: Pick<Config, "workerConcurrency" | "jobLockLifetimeMs" | "queuePollIntervalMs">;
+  logger: Logger;
+}
+
+export class JobQueue {
+  private readonly agenda: Agenda;
+  private working = false;
+  /** Handlers running now; shutdown waits for them (Agenda's own drain can miss a completion). */
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(private readonly options: JobQueueOptions) {
+    const { config, logger } = options;
+    this.agenda = new Agenda({
+      // The table is created by our migrations (0003-queue), never by the backend.
+      backend: new PostgresBackend({ pool: options.pool, ensureSchema: false }),
+      processEvery: config.queuePollIntervalMs,
+      maxConcurrency: config.workerConcurrency + 1,
+      defaultLockLifetime: config.jobLockLifetimeMs,
+      removeOnComplete: true,
+      logging: false,
+    });
+    this.agenda.on("error", (error) => logger.error({ err: error }, "queue error"));
+  }
+
+  /** Makes this process a worker: it will run the queue's jobs once started. */
+  work(handlers: QueueHandlers): void {
+    const { config } = this.options;
+    const track = (work: Promise<void>): Promise<void> => {
+      this.running.add(work);
+      return work.finally(() => this.running.delete(work));
+    };
+    this.agenda.define<{ jobId: string }>(
+      PROCESS_IMAGE,
+      (job: Job<{ jobId: string }>) => track(handlers.processImage(job.attrs.data.jobId, () => job.touch())),
+      { concurrency: config.workerConcurrency, lockLifetime: config.jobLockLifetimeMs, lockLimit: config.workerConcurrency },
+    );
+    this.agenda.define<{ deliveryId: string }>(
+      DELIVER_WEBHOOK,
+      async (job) => handlers.deliverWebhook(job.attrs.data.deliveryId),
+      {
+        concurrency: 10,
+        lockLifetime: 60_000,
+      },
+    );
+    this.agenda.define(MAINTENANCE, () => track(handlers.maintenance()), { concurrency: 1, lockLifetime: 5 * 60_000 });
+    this.working = true;
+  }
+
+  /**
+   * Connects LISTEN/NOTIFY and, for a worker, starts taking jobs. A process
+   * that only enqueues (role api) must start too, or its NOTIFY is never sent.
+   */
+  async start(): Promise<void> {
+    await this.agenda.start();
+    if (this.working) await this.agenda.every("1 minute", MAINTENANCE);
+  }
+
+  async enqueue(jobId: string): Promise<void> {
+    await this.agenda.now(PROCESS_IMAGE, { jobId });
+  }
+
+  /** Enqueues unless a queue entry for the job is already waiting (used by the reconciler). */
+  async enqueueOnce(jobId: string): Promise<void> {
+    await this.agenda.create(PROCESS_IMAGE, { jobId }).unique({ "data.jobId": jobId }, { insertOnly: true }).save();
+  }
+
+  /** Schedules a webhook attempt; the queue keeps it across restarts. */
+  async scheduleDelivery(deliveryId: string, at: Date): Promise<void> {
+    await this.agenda.schedule(at, DELIVER_WEBHOOK, { deliveryId });
+  }
+
+  /**
+   * Stops taking jobs (queued ones are unlocked for other workers) and waits,
+   * up to `timeoutMs`, for the running ones; any still running are picked up
+   * elsewhere once their lock expires.
+   */
+  async stop(timeoutMs: number): Promise<void> {
+    await this.agenda.stop(false);
+    if (this.running.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      Promise.allSettled([...this.running]).then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut)
+      this.options.logger.warn({ running: this.running.size }, "shutdown timeout: unfinished jobs will be picked up again");
+  }
+}

@@ -1,0 +1,57 @@
+import type { BlobStore } from "../blobs/blob-store";
+import type { Config } from "../config/env";
+import type { Logger } from "../lib/logger";
+import type { JobRow, JobsStore } from "../stores/jobs.store";
+import type { RateLimitsStore } from "../stores/rate-limits.store";
+
+/** Idempotency keys are kept at least 24 hours (the spec's promise); we keep them two days. */
+export const IDEMPOTENCY_RETENTION_MS = 48 * 3_600_000;
+
+export interface MaintenanceDependencies {
+  jobs: JobsStore;
+  rateLimits: RateLimitsStore;
+  blobs: BlobStore;
+  config: Pick<Config, "jobLockLifetimeMs" | "jobTimeoutMs">;
+  logger: Logger;
+  enqueueOnce(jobId: string): Promise<void>;
+  onSettled(job: JobRow): Promise<void>;
+  /** Re-schedules webhook attempts whose queue entry was lost. */
+  rescheduleWebhooks(graceMs: number): Promise<number>;
+  /** For tests: the time to sweep as of. */
+  now?: number;
+}
+
+/**
+ * The once-a-minute sweep that keeps promises: no job stays pending forever,
+ * no file outlives its retention.
+ */
+export async function runMaintenance(deps: MaintenanceDependencies): Promise<void> {
+  const { jobs, blobs, config, logger } = deps;
+  const now = deps.now ?? Date.now();
+
+  // Committed but never enqueued (a crash between the two), or its queue entry lost.
+  for (const jobId of await jobs.unclaimedPending(new Date(now - 2 * config.jobLockLifetimeMs))) {
+    await deps.enqueueOnce(jobId);
+  }
+
+  for (const jobId of await jobs.pendingCreatedBefore(new Date(now - config.jobTimeoutMs))) {
+    const failed = await jobs.settleFailed(jobId, `timed out: still pending after ${config.jobTimeoutMs} ms`);
+    if (failed) {
+      logger.warn({ jobId }, "job timed out and was refunded");
+      await deps.onSettled(failed);
+    }
+  }
+
+  await deps.rescheduleWebhooks(2 * 60_000);
+
+  for (const { id, resultBlob } of await jobs.expiredResults(new Date(now))) {
+    await blobs.delete(resultBlob);
+    await jobs.forgetResult(id);
+  }
+  for (const { id, blobs: keys } of await jobs.leftoverInputs(new Date(now - 60_000))) {
+    await Promise.all(keys.map((key) => blobs.delete(key)));
+    await jobs.clearInputBlobs(id);
+  }
+  await jobs.deleteIdempotencyKeysBefore(new Date(now - IDEMPOTENCY_RETENTION_MS));
+  await deps.rateLimits.deleteOlderThan(new Date(now - 24 * 3_600_000));
+}

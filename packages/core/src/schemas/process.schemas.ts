@@ -1,0 +1,146 @@
+import { z } from "zod";
+
+/** Longest prompt (and negative prompt) accepted, in characters. */
+export const MAX_PROMPT_CHARS = 2000;
+/** Most images in one batch; a plan's concurrency limit can be lower. */
+export const MAX_BATCH_SIZE = 50;
+
+const term = "[\\p{L}\\p{N}](?:[\\p{L}\\p{N}' -]*[\\p{L}\\p{N}])?";
+/** `person . red car . dog`: terms separated by a period with a space on each side. */
+export const DETECT_PATTERN = new RegExp(`^${term}(?: \\. ${term}){0,19}$`, "u");
+
+const idPattern = (prefix: string) => new RegExp(`^${prefix}_[0-9a-z]{26}$`);
+export const jobIdSchema = z.string().regex(idPattern("job"), { error: "must be a job id (job_...)" });
+export const batchIdSchema = z.string().regex(idPattern("bat"), { error: "must be a batch id (bat_...)" });
+
+export const imageFormatSchema = z.enum(["jpeg", "png", "webp"]);
+
+export const processItemSchema = z.object({
+  image: z
+    .string({ error: "is required (base64 of a JPEG, PNG or WebP image)" })
+    .min(1, { error: "is required (base64 of a JPEG, PNG or WebP image)" })
+    .describe("Base64-encoded JPEG, PNG or WebP bytes (a `data:image/...;base64,` prefix is accepted)"),
+  prompt: z
+    .string({ error: "is required" })
+    .trim()
+    .min(1, { error: "must not be empty" })
+    .max(MAX_PROMPT_CHARS, { error: `must be at most ${MAX_PROMPT_CHARS} characters` })
+    .describe("What to do, in plain language"),
+  negative_prompt: z.string().max(MAX_PROMPT_CHARS).optional().describe("What to avoid"),
+  format: imageFormatSchema.optional().describe("Output format; background removal always yields PNG; default JPEG"),
+  quality: z
+    .number({ error: "must be an integer from 1 to 100" })
+    .int({ error: "must be an integer from 1 to 100" })
+    .min(1, { error: "must be an integer from 1 to 100" })
+    .max(100, { error: "must be an integer from 1 to 100" })
+    .optional()
+    .describe("Output quality for JPEG and WebP, 1 to 100"),
+  mask: z.string().min(1).optional().describe("Base64-encoded PNG; white marks the area to edit; resized to the image"),
+  detect: z
+    .string()
+    .regex(DETECT_PATTERN, { error: 'must be terms separated by " . " (for example "person . red car")' })
+    .optional()
+    .describe('What to remove, as terms separated by " . "; routes to object removal'),
+  webhook_url: z.string().max(2048).optional().describe("Public https: URL for the settlement callback"),
+});
+
+export type ProcessItemInput = z.infer<typeof processItemSchema>;
+
+/**
+ * One schema for both request shapes (a REST body must be one object): an
+ * item's fields for a single image, or `images` for a batch. Batch items are
+ * validated one by one, so that one bad image does not sink the others.
+ */
+export const processInputSchema = processItemSchema
+  .partial()
+  .extend({
+    images: z
+      .array(z.unknown())
+      .min(1, { error: "must hold at least 1 image" })
+      .max(MAX_BATCH_SIZE, { error: `must hold at most ${MAX_BATCH_SIZE} images` })
+      .optional()
+      .describe(`A batch: 1 to ${MAX_BATCH_SIZE} process request items, each with its own optional webhook_url`),
+  })
+  .superRefine((input, ctx) => {
+    const singleFields = Object.keys(processItemSchema.shape).filter((key) => input[key as keyof typeof input] !== undefined);
+    if (input.images !== undefined && singleFields.length > 0) {
+      ctx.addIssue({ code: "custom", message: `send either one image or "images", not both (found ${singleFields.join(", ")})` });
+    }
+    if (input.images === undefined) {
+      if (input.image === undefined)
+        ctx.addIssue({ code: "custom", path: ["image"], message: "is required (or send a batch in images)" });
+      if (input.prompt === undefined) ctx.addIssue({ code: "custom", path: ["prompt"], message: "is required" });
+    }
+  });
+
+export type ProcessInput = z.infer<typeof processInputSchema>;
+
+export const singleSubmissionOutput = z.object({
+  job_id: z.string(),
+  credits_remaining: z.number().int(),
+});
+
+export const batchSubmissionOutput = z.object({
+  batch_id: z.string(),
+  jobs: z.array(
+    z.object({
+      job_id: z.string(),
+      status: z.enum(["pending", "error"]),
+      error: z.string().optional().describe("Why this item could not be started; it was not charged"),
+    }),
+  ),
+  credits_remaining: z.number().int(),
+});
+
+export const submissionOutput = z.union([singleSubmissionOutput, batchSubmissionOutput]);
+export type SubmissionOutput = z.infer<typeof submissionOutput>;
+
+/** The spec's metadata block, present once a job is terminal. */
+export const metadataShape = {
+  width: z.number().int().describe("Output width (the input's for a failed job; 0 if it could not be read)"),
+  height: z.number().int().describe("Output height"),
+  format: imageFormatSchema.describe("Output format"),
+  credits_used: z.number().int().describe("Credits spent by the job (0 once refunded)"),
+  credits_remaining: z.number().int().describe("Balance after the job"),
+  processing_time_ms: z.number().int().nullable().describe("Milliseconds of processing"),
+};
+
+export const statusInputSchema = z
+  .object({
+    job_id: jobIdSchema.optional().describe("A job id (job_...)"),
+    batch_id: batchIdSchema.optional().describe("A batch id (bat_...)"),
+  })
+  .superRefine((input, ctx) => {
+    if ((input.job_id === undefined) === (input.batch_id === undefined)) {
+      ctx.addIssue({ code: "custom", message: "send exactly one of job_id and batch_id" });
+    }
+  });
+
+export const jobStatusOutput = z.object({
+  status: z.enum(["pending", "done", "error"]),
+  ...z.object(metadataShape).partial().shape,
+  error: z.string().optional().describe('Present when status is "error"'),
+});
+
+export const batchStatusOutput = z.object({
+  batch_id: z.string(),
+  jobs: z.array(z.object({ job_id: z.string(), status: z.enum(["pending", "done", "error"]) })),
+});
+
+export const statusOutput = z.union([jobStatusOutput, batchStatusOutput]);
+
+export const resultInputSchema = z.object({ job_id: jobIdSchema.describe("A job id (job_...)") });
+
+export const resultOutput = z.union([
+  z.object({
+    job_id: z.string(),
+    url: z.string().describe("Signed link to the image, valid for 1 hour"),
+    expires_at: z.string().describe("When the link stops working (ISO 8601)"),
+    ...metadataShape,
+  }),
+  z.object({
+    job_id: z.string(),
+    status: z.literal("pending").describe("Still processing: answered with HTTP 202"),
+  }),
+]);
+export type ResultOutput = z.infer<typeof resultOutput>;

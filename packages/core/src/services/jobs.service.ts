@@ -1,0 +1,95 @@
+import type { Config } from "../config/env";
+import { RetouchError } from "../errors/retouch-error";
+import type { UrlSigner } from "../lib/signed-urls";
+import type { ResultOutput } from "../schemas/process.schemas";
+import type { JobRow, JobsStore } from "../stores/jobs.store";
+import type { Principal } from "./principal";
+
+/** The spec's text for a failed job: internal reasons stay in the logs. */
+export const GENERIC_FAILURE = "Processing failed";
+/** The spec: signed result URLs are valid for 1 hour. */
+export const RESULT_URL_TTL_MS = 3_600_000;
+export const RESULT_PATH_PREFIX = "/files/results/";
+
+/** The spec's metadata block of a terminal job. */
+export function metadataOf(job: JobRow) {
+  const done = job.status === "done";
+  return {
+    width: (done ? job.width : job.input_width) ?? 0,
+    height: (done ? job.height : job.input_height) ?? 0,
+    format: (done ? job.result_format : null) ?? job.output_format,
+    credits_used: job.credits_used,
+    credits_remaining: job.credits_remaining ?? 0,
+    processing_time_ms: job.processing_time_ms,
+  };
+}
+
+/** What a client may read of a failed job: its own input problem, or the generic text. */
+export function failureMessage(job: JobRow): string {
+  return job.rejection ?? GENERIC_FAILURE;
+}
+
+export class JobsService {
+  constructor(
+    private readonly store: JobsStore,
+    private readonly signer: UrlSigner,
+    private readonly config: Pick<Config, "publicBaseUrl">,
+  ) {}
+
+  async jobStatus(principal: Principal, jobId: string) {
+    const job = await this.ownJob(principal, jobId);
+    if (job.status === "pending") return { status: "pending" as const };
+    return {
+      status: job.status,
+      ...metadataOf(job),
+      ...(job.status === "error" ? { error: failureMessage(job) } : {}),
+    };
+  }
+
+  async batchStatus(principal: Principal, batchId: string) {
+    const jobs = await this.store.batchForUser(principal.userId, batchId);
+    if (!jobs) throw new RetouchError("not_found", `No batch ${batchId}.`);
+    return { batch_id: batchId, jobs: jobs.map((job) => ({ job_id: job.id, status: job.status })) };
+  }
+
+  async result(principal: Principal, jobId: string): Promise<ResultOutput> {
+    const job = await this.ownJob(principal, jobId);
+    if (job.status === "pending") return { job_id: jobId, status: "pending" };
+    if (job.status === "error")
+      throw new RetouchError("job_failed", `Job ${jobId} failed: ${failureMessage(job)}. Its credit was refunded.`);
+    if (!job.result_blob || !job.result_format) {
+      throw new RetouchError("not_found", `The result of job ${jobId} has expired and was deleted.`);
+    }
+    const { url, expiresAt } = this.resultUrl(job);
+    return { job_id: jobId, url, expires_at: expiresAt.toISOString(), ...metadataOf(job) };
+  }
+
+  /** A fresh signed link to a done job's image (webhooks sign one at every attempt). */
+  resultUrl(job: Pick<JobRow, "id" | "result_format">): { url: string; expiresAt: Date } {
+    const expiresAt = new Date(Date.now() + RESULT_URL_TTL_MS);
+    const pathname = `${RESULT_PATH_PREFIX}${job.id}.${job.result_format}`;
+    return { url: `${this.config.publicBaseUrl}${pathname}?${this.signer.sign(pathname, expiresAt)}`, expiresAt };
+  }
+
+  /** Checks a signed result link; returns the blob to serve. */
+  async openSignedResult(pathname: string, query: URLSearchParams): Promise<{ blob: string; format: string; jobId: string }> {
+    const verdict = this.signer.verify(pathname, query);
+    if (verdict === "expired")
+      throw new RetouchError("signed_url_invalid", "This link has expired; request a fresh one from GET /api/process/result.");
+    if (verdict === "invalid") throw new RetouchError("signed_url_invalid");
+    const match = /^\/files\/results\/(job_[0-9a-z]{26})\.(jpeg|png|webp)$/.exec(pathname);
+    if (!match?.[1]) throw new RetouchError("signed_url_invalid");
+    const job = await this.store.find(match[1]);
+    if (!job?.result_blob || job.result_format !== match[2]) {
+      throw new RetouchError("not_found", "This result has expired and was deleted.");
+    }
+    return { blob: job.result_blob, format: job.result_format, jobId: job.id };
+  }
+
+  private async ownJob(principal: Principal, jobId: string): Promise<JobRow> {
+    // Another account's job is "not found" too: its existence is not revealed.
+    const job = await this.store.findForUser(principal.userId, jobId);
+    if (!job) throw new RetouchError("not_found", `No job ${jobId}.`);
+    return job;
+  }
+}

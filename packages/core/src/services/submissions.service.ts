@@ -1,0 +1,319 @@
+import { createHash } from "node:crypto";
+import type { BlobStore } from "../blobs/blob-store";
+import type { Config } from "../config/env";
+import { isPlanName, PLAN_LIMITS, type PlanName } from "../config/plans";
+import type { ImageFormat, JobWorkflow } from "../db/schema";
+import { EngineError } from "../engine/engine-error";
+import { inspectImage } from "../engine/image-codec";
+import { routePrompt } from "../engine/prompt-router";
+import { RetouchError } from "../errors/retouch-error";
+import { newId } from "../lib/ids";
+import type { Logger } from "../lib/logger";
+import { checkOutboundUrl } from "../lib/network-guard";
+import { type ProcessInput, type ProcessItemInput, processItemSchema, type SubmissionOutput } from "../schemas/process.schemas";
+import type { JobsStore, NewJob } from "../stores/jobs.store";
+import type { Principal } from "./principal";
+import type { ProfilesService } from "./profiles.service";
+
+const MINUTE = 60_000;
+/** Idempotency keys: printable ASCII, as Stripe and the IETF draft allow; a UUID fits. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+const DATA_URL_PREFIX = /^data:image\/(?:png|jpeg|jpg|webp);base64,/i;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
+/** An item that passed validation: ready to become a pending job. */
+interface AcceptedItem {
+  index: number;
+  jobId: string;
+  input: ProcessItemInput;
+  image: Buffer;
+  mask: Buffer | undefined;
+  workflow: JobWorkflow;
+  outputFormat: ImageFormat;
+  width: number;
+  height: number;
+}
+
+/** A batch item that cannot be started: listed with its reason, not charged. */
+interface RejectedItem {
+  index: number;
+  jobId: string;
+  input: Partial<ProcessItemInput>;
+  error: string;
+}
+
+export interface SubmissionsDependencies {
+  jobs: JobsStore;
+  profiles: ProfilesService;
+  blobs: BlobStore;
+  config: Pick<Config, "maxImageBytes" | "maxImagePixels" | "webhookAllowInsecure">;
+  logger: Logger;
+  /** Hands a committed job to the queue. A failure is logged: the queue's reconciler enqueues it later. */
+  enqueue(jobId: string): Promise<void>;
+  /** For tests: how webhook hosts resolve. */
+  resolveHost?: (host: string) => Promise<string[]>;
+}
+
+function decodeBase64(text: string, field: string, maxBytes: number): Buffer {
+  const body = text.replace(DATA_URL_PREFIX, "");
+  if (!BASE64.test(body) && !BASE64URL.test(body)) throw new RetouchError("invalid_request", `${field}: is not valid base64`);
+  // base64 grows bytes by 4/3: refuse before decoding when the result would be too big.
+  if (Math.floor((body.length * 3) / 4) > maxBytes + 2) {
+    throw new RetouchError("payload_too_large", `${field}: the decoded image is larger than ${maxBytes} bytes`);
+  }
+  const bytes = Buffer.from(body, BASE64.test(body) ? "base64" : "base64url");
+  if (bytes.length === 0) throw new RetouchError("invalid_request", `${field}: is empty`);
+  return bytes;
+}
+
+function requestHash(input: ProcessInput): string {
+  // Key order does not change the request; the hash must not either.
+  const canonical = JSON.stringify(input, (_key, value: unknown) =>
+    value && typeof value === "object" && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
+      : value,
+  );
+  return createHash("sha256").update(canonical).digest("hex");
+}
+
+export class SubmissionsService {
+  constructor(private readonly deps: SubmissionsDependencies) {}
+
+  async submit(principal: Principal, input: ProcessInput, idempotencyKey?: string): Promise<SubmissionOutput> {
+    if (!principal.emailVerified) throw new RetouchError("email_unverified");
+    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+      throw new RetouchError("invalid_request", "Idempotency-Key must be 1 to 255 printable ASCII characters (a UUID is ideal).");
+    }
+    const isBatch = input.images !== undefined;
+    const profile = await this.deps.profiles.get(principal.userId);
+    const plan = PLAN_LIMITS[isPlanName(profile.plan) ? profile.plan : "free"];
+    if (isBatch && (input.images?.length ?? 0) > plan.concurrentJobs) {
+      throw new RetouchError(
+        "batch_exceeds_plan_limit",
+        `This batch has ${input.images?.length} images; your ${profile.plan} plan runs at most ${plan.concurrentJobs} at once. Submit fewer images per call.`,
+      );
+    }
+
+    const hash = idempotencyKey === undefined ? undefined : requestHash(input);
+    if (idempotencyKey !== undefined && hash !== undefined) {
+      // Fast path for a retry: no decoding, no blobs.
+      const previous = await this.deps.jobs.findIdempotencyKey(principal.userId, idempotencyKey);
+      if (previous && previous.requestHash !== hash) throw new RetouchError("idempotency_key_reused");
+      if (previous) return previous.response as SubmissionOutput;
+    }
+
+    const items = isBatch ? (input.images ?? []) : [input];
+    const checked = await Promise.all(items.map((item, index) => this.check(item, index)));
+    const accepted = checked.filter((item): item is AcceptedItem => !("error" in item));
+    const rejected = checked.filter((item): item is RejectedItem => "error" in item);
+    if (!isBatch && rejected[0]) throw new RetouchError("invalid_request", rejected[0].error);
+
+    const written = await this.writeBlobs(accepted);
+    try {
+      const outcome = await this.deps.jobs.submission(async (tx) => {
+        if (idempotencyKey !== undefined && hash !== undefined) {
+          const claim = await tx.claimIdempotencyKey(principal.userId, idempotencyKey, hash);
+          if (claim.state === "conflict") throw new RetouchError("idempotency_key_reused");
+          if (claim.state === "replay") return { replayed: true, response: claim.response as SubmissionOutput };
+        }
+        const locked = await tx.lockProfile(principal.userId);
+        const limits = PLAN_LIMITS[(isPlanName(locked.plan) ? locked.plan : "free") as PlanName];
+        const count = accepted.length;
+        if (count > 0) {
+          const window = await tx.hitRateWindow(`submissions:${principal.userId}`, {
+            limit: limits.submissionsPerMinute,
+            windowMs: MINUTE,
+            amount: count,
+          });
+          if (!window.allowed) {
+            throw new RetouchError(
+              "rate_limited",
+              `Your ${locked.plan} plan accepts ${limits.submissionsPerMinute} images per minute; retry after ${window.retryAfterSeconds} s.`,
+              { retryAfterSeconds: window.retryAfterSeconds },
+            );
+          }
+          const pending = await tx.countPending(principal.userId);
+          if (pending + count > limits.concurrentJobs) {
+            throw new RetouchError(
+              "too_many_in_flight",
+              `${pending} of your jobs are still processing and your ${locked.plan} plan runs at most ${limits.concurrentJobs} at once; retry after some finish.`,
+            );
+          }
+        }
+        const balance =
+          count > 0
+            ? await tx.debit(
+                principal.userId,
+                accepted.map((item) => item.jobId),
+              )
+            : locked.credits;
+        if (balance === undefined) {
+          throw new RetouchError(
+            "insufficient_credits",
+            `This request needs ${count} credit${count === 1 ? "" : "s"} and your balance is ${locked.credits}; top up before retrying.`,
+          );
+        }
+        const batchId = isBatch ? newId("bat") : null;
+        if (batchId) await tx.insertBatch(batchId, principal.userId);
+        await tx.insertJobs([
+          ...accepted.map((item) => this.pendingJob(principal.userId, batchId, item, written)),
+          ...rejected.map((item) => this.rejectedJob(principal.userId, batchId, item, balance)),
+        ]);
+        const response: SubmissionOutput = batchId
+          ? {
+              batch_id: batchId,
+              jobs: checked.map((item) =>
+                "error" in item
+                  ? { job_id: item.jobId, status: "error", error: item.error }
+                  : { job_id: item.jobId, status: "pending" },
+              ),
+              credits_remaining: balance,
+            }
+          : { job_id: accepted[0]?.jobId as string, credits_remaining: balance };
+        if (idempotencyKey !== undefined) await tx.saveIdempotentResponse(principal.userId, idempotencyKey, response);
+        return { replayed: false, response };
+      });
+      if (outcome.replayed) {
+        await this.deleteBlobs(written);
+        return outcome.response;
+      }
+      for (const item of accepted) {
+        this.deps.enqueue(item.jobId).catch((error: unknown) => {
+          this.deps.logger.warn({ err: error, jobId: item.jobId }, "enqueue failed; the reconciler will pick the job up");
+        });
+      }
+      this.deps.logger.info(
+        { userId: principal.userId, jobs: accepted.map((item) => item.jobId), rejected: rejected.length },
+        "submission accepted",
+      );
+      return outcome.response;
+    } catch (error) {
+      await this.deleteBlobs(written);
+      throw error;
+    }
+  }
+
+  /** Validates one item down to its pixels' header; a problem becomes a rejection the client can act on. */
+  private async check(raw: unknown, index: number): Promise<AcceptedItem | RejectedItem> {
+    const jobId = newId("job");
+    const parsed = processItemSchema.safeParse(raw);
+    const loose = (raw && typeof raw === "object" ? raw : {}) as Partial<ProcessItemInput>;
+    if (!parsed.success) {
+      const reason = parsed.error.issues.map((issue) => `${issue.path.join(".") || "item"}: ${issue.message}`).join("; ");
+      return { index, jobId, input: loose, error: reason };
+    }
+    const input = parsed.data;
+    try {
+      const image = decodeBase64(input.image, "image", this.deps.config.maxImageBytes);
+      const info = await this.inspect(image, "image");
+      let mask: Buffer | undefined;
+      if (input.mask !== undefined) {
+        mask = decodeBase64(input.mask, "mask", this.deps.config.maxImageBytes);
+        const maskInfo = await this.inspect(mask, "mask");
+        if (maskInfo.format !== "png") throw new RetouchError("invalid_request", `mask: must be a PNG (got ${maskInfo.format})`);
+      }
+      if (input.webhook_url !== undefined) {
+        const verdict = await checkOutboundUrl(input.webhook_url, {
+          allowInsecure: this.deps.config.webhookAllowInsecure,
+          ...(this.deps.resolveHost ? { resolve: this.deps.resolveHost } : {}),
+        });
+        if (!verdict.ok) throw new RetouchError("invalid_request", `webhook_url: ${verdict.reason}`);
+      }
+      const route = routePrompt({
+        prompt: input.prompt,
+        ...(input.detect !== undefined ? { detect: input.detect } : {}),
+        hasMask: mask !== undefined,
+      });
+      const outputFormat: ImageFormat = route.workflow === "background_removal" ? "png" : (input.format ?? "jpeg");
+      return { index, jobId, input, image, mask, workflow: route.workflow, outputFormat, width: info.width, height: info.height };
+    } catch (error) {
+      if (error instanceof RetouchError) return { index, jobId, input, error: error.message };
+      throw error;
+    }
+  }
+
+  private async inspect(bytes: Buffer, field: string) {
+    try {
+      return await inspectImage(bytes, this.deps.config.maxImagePixels);
+    } catch (error) {
+      if (error instanceof EngineError) throw new RetouchError("invalid_request", `${field}: ${error.message}`);
+      throw error;
+    }
+  }
+
+  private async writeBlobs(items: AcceptedItem[]): Promise<Map<string, { input: string; mask: string | null }>> {
+    const written = new Map<string, { input: string; mask: string | null }>();
+    await Promise.all(
+      items.map(async (item) => {
+        const input = `inputs/${item.jobId}`;
+        const mask = item.mask ? `masks/${item.jobId}` : null;
+        written.set(item.jobId, { input, mask });
+        await this.deps.blobs.put(input, item.image);
+        if (mask && item.mask) await this.deps.blobs.put(mask, item.mask);
+      }),
+    );
+    return written;
+  }
+
+  private async deleteBlobs(written: Map<string, { input: string; mask: string | null }>): Promise<void> {
+    await Promise.all(
+      [...written.values()].flatMap(({ input, mask }) =>
+        [input, mask].filter((key): key is string => key !== null).map((key) => this.deps.blobs.delete(key)),
+      ),
+    );
+  }
+
+  private pendingJob(
+    userId: string,
+    batchId: string | null,
+    item: AcceptedItem,
+    written: Map<string, { input: string; mask: string | null }>,
+  ): NewJob {
+    const blobs = written.get(item.jobId);
+    return {
+      id: item.jobId,
+      userId,
+      batchId,
+      batchIndex: batchId ? item.index : null,
+      status: "pending",
+      workflow: item.workflow,
+      prompt: item.input.prompt,
+      negativePrompt: item.input.negative_prompt ?? null,
+      detect: item.input.detect ?? null,
+      outputFormat: item.outputFormat,
+      quality: item.input.quality ?? null,
+      webhookUrl: item.input.webhook_url ?? null,
+      inputBlob: blobs?.input ?? null,
+      maskBlob: blobs?.mask ?? null,
+      inputWidth: item.width,
+      inputHeight: item.height,
+      rejection: null,
+      creditsRemaining: null,
+    };
+  }
+
+  private rejectedJob(userId: string, batchId: string | null, item: RejectedItem, creditsRemaining: number): NewJob {
+    const format = item.input.format;
+    return {
+      id: item.jobId,
+      userId,
+      batchId,
+      batchIndex: item.index,
+      status: "error",
+      workflow: "generative_edit",
+      prompt: typeof item.input.prompt === "string" ? item.input.prompt.slice(0, 2000) : "",
+      negativePrompt: null,
+      detect: null,
+      outputFormat: format === "png" || format === "webp" ? format : "jpeg",
+      quality: null,
+      webhookUrl: null,
+      inputBlob: null,
+      maskBlob: null,
+      inputWidth: null,
+      inputHeight: null,
+      rejection: item.error,
+      creditsRemaining,
+    };
+  }
+}

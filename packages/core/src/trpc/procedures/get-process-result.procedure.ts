@@ -1,0 +1,19 @@
+import { resultInputSchema, resultOutput } from "../../schemas/process.schemas";
+import { apiKeyProcedure } from "../trpc";
+
+export const getProcessResult = apiKeyProcedure
+  .meta({
+    // 202 while the job is still processing.
+    successStatus: (output) => (output && typeof output === "object" && "status" in output ? 202 : 200),
+    openapi: {
+      method: "GET",
+      path: "/api/process/result",
+      tags: ["Jobs"],
+      summary: "Result of a job",
+      description:
+        "A signed `url` to the image (valid for 1 hour) and the metadata block. 202 while the job is still processing, 500 if it failed.",
+    },
+  })
+  .input(resultInputSchema)
+  .output(resultOutput)
+  .query(({ ctx, input }) => ctx.services.jobs.result(ctx.principal, input.job_id));

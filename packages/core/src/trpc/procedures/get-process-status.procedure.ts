@@ -1,0 +1,21 @@
+import { statusInputSchema, statusOutput } from "../../schemas/process.schemas";
+import { apiKeyProcedure } from "../trpc";
+
+export const getProcessStatus = apiKeyProcedure
+  .meta({
+    openapi: {
+      method: "GET",
+      path: "/api/process/status",
+      tags: ["Jobs"],
+      summary: "Status of a job or a batch",
+      description:
+        "Send exactly one of `job_id` and `batch_id`. A terminal job carries the metadata block. Poll every 2 to 5 seconds.",
+    },
+  })
+  .input(statusInputSchema)
+  .output(statusOutput)
+  .query(({ ctx, input }) =>
+    input.batch_id !== undefined
+      ? ctx.services.jobs.batchStatus(ctx.principal, input.batch_id)
+      : ctx.services.jobs.jobStatus(ctx.principal, input.job_id as string),
+  );
