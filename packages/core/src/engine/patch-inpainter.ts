@@ -252,29 +252,33 @@ function buildPyramid(base: Level, radius: number): Level[] {
   return levels;
 }
 
-/** The largest distance (in pixels, chessboard) from a hole pixel to a known one. */
+/**
+ * The largest distance (in pixels, chessboard) from a hole pixel to a known
+ * one: a two-pass distance transform, linear in the number of pixels.
+ */
 function holeThickness(level: Level): number {
-  let hole = level.hole;
-  let thickness = 0;
-  const { width, height } = level;
-  // Peel one ring at a time; stops early as soon as nothing is left.
-  let remaining = hole.some((value) => value === 1);
-  while (remaining && thickness < 1024) {
-    const known = new Uint8Array(hole.length);
-    for (let i = 0; i < hole.length; i++) known[i] = hole[i] ? 0 : 255;
-    const grown = dilate(known, width, height, 1);
-    const next = new Uint8Array(hole.length);
-    remaining = false;
-    for (let i = 0; i < hole.length; i++) {
-      if (hole[i] && grown[i] === 0) {
-        next[i] = 1;
-        remaining = true;
-      }
+  const { width, height, hole } = level;
+  const far = width + height;
+  const distance = new Int32Array(width * height);
+  for (let i = 0; i < distance.length; i++) distance[i] = hole[i] ? far : 0;
+  const at = (x: number, y: number) => (x < 0 || y < 0 || x >= width || y >= height ? far : (distance[y * width + x] ?? far));
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = y * width + x;
+      if (!hole[i]) continue;
+      distance[i] = Math.min(distance[i] ?? far, at(x - 1, y) + 1, at(x - 1, y - 1) + 1, at(x, y - 1) + 1, at(x + 1, y - 1) + 1);
     }
-    hole = next;
-    thickness++;
   }
-  return thickness;
+  let thickest = 0;
+  for (let y = height - 1; y >= 0; y--) {
+    for (let x = width - 1; x >= 0; x--) {
+      const i = y * width + x;
+      if (!hole[i]) continue;
+      distance[i] = Math.min(distance[i] ?? far, at(x + 1, y) + 1, at(x + 1, y + 1) + 1, at(x, y + 1) + 1, at(x - 1, y + 1) + 1);
+      thickest = Math.max(thickest, distance[i] ?? 0);
+    }
+  }
+  return thickest;
 }
 
 function halve(level: Level): Level {

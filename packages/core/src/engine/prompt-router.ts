@@ -71,7 +71,7 @@ const MASK_REFERENCE =
 
 // A clause that starts with one of these is an instruction of its own, not one more object to remove.
 const INSTRUCTION_START =
-  /^(?:make|turn|convert|change|set|add|put|place|rotate|flip|mirror|crop|resize|scale|blur|sharpen|brighten|darken|increase|decrease|reduce|boost|adjust|apply|give|invert|shift|desaturate|saturate|warm|cool|lighten|enhance|fix|then|also|replace|swap|straighten|trim|frame|border|upscale|downscale|shrink|enlarge|tilt|sepia|greyscale|black-and-white|grayscale|more|less|increase|lower|raise)\b/;
+  /^(?:make|turn|convert|change|set|add|put|place|rotate|flip|mirror|crop|resize|scale|blur|sharpen|brighten|darken|increase|decrease|reduce|boost|adjust|apply|give|invert|shift|desaturate|saturate|warm|cool|lighten|enhance|fix|replace|swap|straighten|trim|frame|border|upscale|downscale|shrink|enlarge|tilt|sepia|greyscale|black-and-white|grayscale|more|less|lower|raise)\b/;
 
 // Constraints, not targets or edits: "remove the person, keep the dog".
 const CONSTRAINT = /^(?:keep|leave|preserve|but|except|don'?t|do not|without|only|make sure|while|so)\b/;
@@ -80,10 +80,14 @@ const POLITE_OPENING = /^(?:(?:please|now|can you|could you|would you|kindly)\s+
 
 const POLITENESS = /^(?:please|thanks|thank you|thx|ty|cheers|for me|asap|now|ok|okay)$/;
 
-/** Splits a `detect` query ("person . red car . dog") into its terms. */
+/**
+ * Splits a `detect` query ("person . red car . dog") into its terms. The spec
+ * puts spaces around the period; "person.dog" is read the same way, since no
+ * detectable thing has a period in its name.
+ */
 export function parseDetectQuery(detect: string): string[] {
   return detect
-    .split(/\s+\.\s+|\s*\.\s*$|^\s*\.\s*/)
+    .split(/\s*\.\s*/)
     .map((term) => normalizePrompt(term).replace(/^[\s.]+|[\s.]+$/g, ""))
     .filter((term) => term.length > 0);
 }

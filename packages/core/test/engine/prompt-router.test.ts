@@ -134,6 +134,7 @@ describe("routePrompt: detect", () => {
     expect(parseDetectQuery(" cat ")).toEqual(["cat"]);
     expect(parseDetectQuery("cat . ")).toEqual(["cat"]);
     expect(parseDetectQuery(" . ")).toEqual([]);
+    expect(parseDetectQuery("person.dog")).toEqual(["person", "dog"]);
   });
 });
 
