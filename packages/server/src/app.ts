@@ -32,8 +32,15 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
   const { config, logger } = options;
   const role = options.role ?? "all";
   const database = await openConfiguredDatabase(config, logger);
-  // The queue has its own small pool: LISTEN holds one connection for good.
-  const queuePool = new pg.Pool({ connectionString: database.url, max: config.workerConcurrency + 4 });
+  // The queue has its own small pool: LISTEN holds one connection for good. Its writes
+  // skip the wait for the disk flush: the jobs table is the durable record, and the
+  // maintenance sweep re-enqueues any job whose queue entry a crash lost.
+  const queuePool = new pg.Pool({
+    connectionString: database.url,
+    max: config.workerConcurrency + 4,
+    connectionTimeoutMillis: 10_000,
+    options: "-c synchronous_commit=off",
+  });
   queuePool.on("error", (error) => logger.warn({ err: error }, "queue database connection lost"));
   const queue = new JobQueue({ pool: queuePool, config, logger });
   const mailer = createMailer({

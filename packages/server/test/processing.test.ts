@@ -154,3 +154,24 @@ describe("retention", () => {
     expect((await fetch(`${app.url}${link.pathname}${link.search}`)).status).toBe(404);
   });
 });
+
+describe("a backlog", () => {
+  it("is worked job after job without waiting for the queue's polling", async () => {
+    // Polling once an hour: only LISTEN/NOTIFY and the refill after each job can move the queue.
+    const slow = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "1h", RETOUCH_WORKER_CONCURRENCY: "1" });
+    try {
+      const owner = await keyedAccount(slow, { plan: "pro" });
+      const image = base64(await productPhoto());
+      const submitted = await request(slow.url, "POST", "/api/process", {
+        key: owner.key,
+        body: { images: Array.from({ length: 6 }, (_, i) => ({ image, prompt: `rotate ${i + 1} degrees` })) },
+      });
+      expect(submitted.status, submitted.text).toBe(200);
+      for (const job of submitted.body.jobs as Array<{ job_id: string }>) {
+        expect((await waitForJob(slow.url, owner.key, job.job_id, 30_000)).status).toBe("done");
+      }
+    } finally {
+      await slow.close();
+    }
+  });
+});

@@ -1,4 +1,4 @@
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Database } from "../db/schema";
 
 export interface ApiKeyRecord {
@@ -51,23 +51,24 @@ export class ApiKeysStore {
     return result.numDeletedRows > 0n;
   }
 
-  /** Finds the key by its hash and records the use, in one statement. */
+  /**
+   * Finds the key by its hash and records the use. `last_used_at` is written
+   * at most once a second per key, so a busy key does not turn every request
+   * into a write (and a disk flush); a read-only lookup commits for free.
+   */
   async touchByHash(keyHash: string): Promise<KeyOwner | undefined> {
-    const row = await this.db
-      .updateTable("api_keys")
-      .from("user")
-      .set({ last_used_at: new Date() })
-      .whereRef("user.id", "=", "api_keys.user_id")
-      .where("api_keys.key_hash", "=", keyHash)
-      .returning([
-        "api_keys.id as keyId",
-        "api_keys.key_hash as keyHash",
-        "api_keys.user_id as userId",
-        "user.email as email",
-        "user.name as name",
-        "user.emailVerified as emailVerified",
-      ])
-      .executeTakeFirst();
-    return row;
+    const result = await sql<KeyOwner>`
+      with found as (
+        select k.id, k.key_hash, k.user_id, k.last_used_at, u.email, u.name, u."emailVerified"
+        from api_keys k join "user" u on u.id = k.user_id
+        where k.key_hash = ${keyHash}
+      ), touched as (
+        update api_keys set last_used_at = now()
+        from found
+        where api_keys.id = found.id and (found.last_used_at is null or found.last_used_at < now() - interval '1 second')
+      )
+      select id as "keyId", key_hash as "keyHash", user_id as "userId", email, name, "emailVerified" from found
+    `.execute(this.db);
+    return result.rows[0];
   }
 }
