@@ -1,4 +1,4 @@
-export { AUTH_BASE_PATH } from "./auth/auth";
+export { AUTH_BASE_PATH, sessionCookieName } from "./auth/auth";
 export { type Config, ConfigError, loadConfig, parseConfig, parseDuration } from "./config/env";
 export { isPlanName, PLAN_LIMITS, PLAN_NAMES, type PlanName } from "./config/plans";
 export { type DatabaseHandle, type Db, openDatabase } from "./db/database";
@@ -62,6 +62,7 @@ export { EnginePool } from "./processing/engine-pool";
 export { ImageProcessor, MAX_ATTEMPTS } from "./processing/image-processor";
 export { JobQueue } from "./processing/job-queue";
 export { runMaintenance } from "./processing/maintenance";
+export { MAX_BATCH_SIZE, MAX_PROMPT_CHARS, processItemSchema } from "./schemas/process.schemas";
 export type { Principal, RequestInfo } from "./services/principal";
 export { createAdminService, createServices, type ServiceDependencies, type Services } from "./services/services";
 export { type Context, createContext } from "./trpc/context";

@@ -10,6 +10,13 @@ export const AUTH_BASE_PATH = "/auth";
 export const MIN_PASSWORD_LENGTH = 8;
 export const MAX_PASSWORD_LENGTH = 256;
 
+const COOKIE_PREFIX = "retouch";
+
+/** The session cookie's name: `retouch.session_token`, `__Secure-` prefixed behind https. */
+export function sessionCookieName(publicBaseUrl: string): string {
+  return `${publicBaseUrl.startsWith("https:") ? "__Secure-" : ""}${COOKIE_PREFIX}.session_token`;
+}
+
 const idPrefixByModel: Record<string, IdPrefix> = { user: "usr", session: "ses", account: "acc", verification: "vrf" };
 
 export interface AuthDependencies {
@@ -48,7 +55,7 @@ export function createAuth(deps: AuthDependencies) {
       },
     },
     advanced: {
-      cookiePrefix: "retouch",
+      cookiePrefix: COOKIE_PREFIX,
       useSecureCookies: deps.config.publicBaseUrl.startsWith("https:"),
       database: { generateId: ({ model }) => newId(idPrefixByModel[model] ?? "usr") },
     },

@@ -10,6 +10,10 @@ export type EngineWorkerOptions = Pick<ImageEngineOptions, "maxPixels" | "backgr
 if (parentPort) {
   const port = parentPort;
   const engine = createImageEngine(workerData as EngineWorkerOptions);
+  // Load the detector (and any ONNX model) while the thread waits for its first edit.
+  const warm = Promise.resolve(engine.warmUp?.()).catch(() => {
+    // A model that fails to load fails the edits that need it, with their refund.
+  });
   const running = new Map<number, AbortController>();
 
   port.on("message", async (message: WorkerMessage) => {
@@ -21,6 +25,7 @@ if (parentPort) {
     running.set(message.id, controller);
     const { image, mask, ...rest } = message.request;
     try {
+      await warm;
       const result = await engine.edit({
         ...rest,
         image: Buffer.from(image.buffer, image.byteOffset, image.byteLength),

@@ -134,7 +134,7 @@ export const resultInputSchema = z.object({ job_id: jobIdSchema.describe("A job 
 export const resultOutput = z.union([
   z.object({
     job_id: z.string(),
-    url: z.string().describe("Signed link to the image, valid for 1 hour"),
+    url: z.url().describe("Signed link to the image, valid for 1 hour"),
     expires_at: z.string().describe("When the link stops working (ISO 8601)"),
     ...metadataShape,
   }),
@@ -144,3 +144,13 @@ export const resultOutput = z.union([
   }),
 ]);
 export type ResultOutput = z.infer<typeof resultOutput>;
+
+/** The MCP `edit_image` tool: one image, plus a retry key since agents cannot always set headers. */
+export const editImageToolInput = processItemSchema.extend({
+  idempotency_key: z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .describe("Optional: the same key on a retry returns the original job and charges nothing (like the Idempotency-Key header)"),
+});

@@ -265,7 +265,15 @@ export class JobsStore {
     options: { workerId?: string; processingTimeMs?: number | null } = {},
   ): Promise<JobRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
-      let update = trx
+      let pending = trx
+        .selectFrom("jobs")
+        .select(["user_id", "credits_used"])
+        .where("id", "=", jobId)
+        .where("status", "=", "pending");
+      if (options.workerId) pending = pending.where("claimed_by", "=", options.workerId);
+      const job = await pending.forUpdate().executeTakeFirst();
+      if (!job) return undefined;
+      await trx
         .updateTable("jobs")
         .set({
           status: "error",
@@ -277,11 +285,11 @@ export class JobsStore {
           credits_used: 0,
         })
         .where("id", "=", jobId)
-        .where("status", "=", "pending");
-      if (options.workerId) update = update.where("claimed_by", "=", options.workerId);
-      const failed = await update.returning(["user_id"]).executeTakeFirst();
-      if (!failed) return undefined;
-      const balance = await this.profiles.changeCredits(trx, { userId: failed.user_id, delta: 1, reason: "job_refund", jobId });
+        .execute();
+      const balance =
+        job.credits_used > 0
+          ? await this.profiles.changeCredits(trx, { userId: job.user_id, delta: job.credits_used, reason: "job_refund", jobId })
+          : (await this.profiles.find(job.user_id, trx))?.credits;
       const settled = await trx
         .updateTable("jobs")
         .set({ credits_remaining: balance ?? null })

@@ -1,13 +1,32 @@
 import { initTRPC, TRPCError } from "@trpc/server";
 import type { OpenApiMeta } from "trpc-to-openapi";
+import type { z } from "zod";
+import type { ErrorCode } from "../errors/error-codes";
 import { RetouchError } from "../errors/retouch-error";
 import type { Principal } from "../services/principal";
 import type { Context } from "./context";
 import { toRetouchError, trpcCodeFor } from "./errors";
 
 export interface ProcedureMeta extends OpenApiMeta {
+  /** Who may call it; set by the builder the procedure starts from (for the OpenAPI security of each operation). */
+  auth?: "public" | "api_key" | "key_or_session";
+  /**
+   * The domain errors the operation can answer (documented in OpenAPI). The
+   * authentication, body-parsing and internal errors are added for every
+   * operation that can have them.
+   */
+  errors?: ErrorCode[];
   /** HTTP status of a successful REST response (200 unless said otherwise), fixed or chosen from the output. */
   successStatus?: number | ((output: unknown) => number);
+  /** Offered to agents as an MCP tool (POST /mcp). */
+  mcp?: {
+    name: string;
+    description: string;
+    /** The tool's arguments when they are a subset of the procedure's input (default: the input itself). */
+    input?: z.ZodObject;
+    /** The tool's result when it is one branch of the procedure's output (default: the output itself). */
+    output?: z.ZodObject;
+  };
 }
 
 const t = initTRPC
@@ -70,8 +89,8 @@ const requireKeyOrSession = t.middleware(async ({ ctx, next }) => {
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 /** No credentials needed (sign-up, sign-in). */
-export const publicProcedure = t.procedure.use(domainErrors);
+export const publicProcedure = t.procedure.use(domainErrors).meta({ auth: "public" });
 /** `Authorization: Bearer pk_...` only. */
-export const apiKeyProcedure = publicProcedure.use(requireApiKey);
+export const apiKeyProcedure = publicProcedure.use(requireApiKey).meta({ auth: "api_key" });
 /** A bearer key or the session cookie (the key-management routes). */
-export const accountProcedure = publicProcedure.use(requireKeyOrSession);
+export const accountProcedure = publicProcedure.use(requireKeyOrSession).meta({ auth: "key_or_session" });

@@ -2,6 +2,8 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { RetouchError, type Services } from "@retouch/core";
+import { createDiscoveryHandler } from "../discovery/discovery.handler";
+import { createMcpHandler, MCP_PATH } from "../mcp/mcp.handler";
 import { VERIFY_EMAIL_PATH, verifyEmailPage } from "../pages/verify-email.page";
 import { DEFAULT_BODY_LIMIT_BYTES, isJsonContentType, readJsonBody } from "./body";
 import { FILES_PREFIX, serveSignedFile } from "./files.handler";
@@ -20,6 +22,8 @@ export interface HttpServer {
 
 export async function startHttpServer(services: Services, options: { host: string; port: number }): Promise<HttpServer> {
   const rest = createRestHandler(services);
+  const mcp = createMcpHandler(services);
+  const discovery = createDiscoveryHandler(services);
   // Submissions carry images: they get their own (documented) body limit; every other route 1 MiB.
   const submissionLimit = services.config.maxRequestBytes;
   const trpc = createTrpcHandler(services, submissionLimit);
@@ -40,6 +44,18 @@ export async function startHttpServer(services: Services, options: { host: strin
     }
     if (path === VERIFY_EMAIL_PATH && req.method === "GET") {
       await verifyEmailPage(services, req, res, url);
+      return;
+    }
+    if (await discovery(req, res, path)) return;
+    if (path === MCP_PATH) {
+      if (req.method === "POST") await mcp(req, res);
+      else
+        sendJson(
+          res,
+          405,
+          { code: "method_not_allowed", message: "The MCP endpoint takes POST (stateless Streamable HTTP)." },
+          { Allow: "POST" },
+        );
       return;
     }
     if (path.startsWith(FILES_PREFIX) && (req.method === "GET" || req.method === "HEAD")) {

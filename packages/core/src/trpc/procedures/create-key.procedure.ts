@@ -3,6 +3,7 @@ import { accountProcedure } from "../trpc";
 
 export const createKey = accountProcedure
   .meta({
+    errors: ["invalid_request", "email_unverified"],
     successStatus: 201,
     openapi: {
       method: "POST",

@@ -3,6 +3,7 @@ import { apiKeyProcedure } from "../trpc";
 
 export const getProcessResult = apiKeyProcedure
   .meta({
+    errors: ["invalid_request", "not_found", "job_failed"],
     // 202 while the job is still processing.
     successStatus: (output) => (output && typeof output === "object" && "status" in output ? 202 : 200),
     openapi: {
@@ -12,6 +13,11 @@ export const getProcessResult = apiKeyProcedure
       summary: "Result of a job",
       description:
         "A signed `url` to the image (valid for 1 hour) and the metadata block. 202 while the job is still processing, 500 if it failed.",
+    },
+    mcp: {
+      name: "get_job_result",
+      description:
+        'The finished image of a job: a signed download url (plain HTTPS GET, no credentials, valid for 1 hour) and its metadata. Answers status "pending" while the job is still running; a failed job is a tool error (its credit was refunded).',
     },
   })
   .input(resultInputSchema)

@@ -1,8 +1,9 @@
-import { statusInputSchema, statusOutput } from "../../schemas/process.schemas";
+import { jobStatusOutput, resultInputSchema, statusInputSchema, statusOutput } from "../../schemas/process.schemas";
 import { apiKeyProcedure } from "../trpc";
 
 export const getProcessStatus = apiKeyProcedure
   .meta({
+    errors: ["invalid_request", "not_found"],
     openapi: {
       method: "GET",
       path: "/api/process/status",
@@ -10,6 +11,13 @@ export const getProcessStatus = apiKeyProcedure
       summary: "Status of a job or a batch",
       description:
         "Send exactly one of `job_id` and `batch_id`. A terminal job carries the metadata block. Poll every 2 to 5 seconds.",
+    },
+    mcp: {
+      name: "get_job_status",
+      description:
+        'The status of a job started by edit_image: "pending", "done" or "error", with width, height, format, credits used and remaining, and processing time once it is finished. Poll every 2-5 s until it is not "pending".',
+      input: resultInputSchema,
+      output: jobStatusOutput,
     },
   })
   .input(statusInputSchema)

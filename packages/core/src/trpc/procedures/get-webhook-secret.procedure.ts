@@ -4,6 +4,7 @@ import { apiKeyProcedure } from "../trpc";
 
 export const getWebhookSecret = apiKeyProcedure
   .meta({
+    errors: [],
     openapi: {
       method: "GET",
       path: "/api/webhooks/secret",

@@ -4,6 +4,7 @@ import { accountProcedure } from "../trpc";
 
 export const listKeys = accountProcedure
   .meta({
+    errors: [],
     openapi: {
       method: "GET",
       path: "/api/keys",

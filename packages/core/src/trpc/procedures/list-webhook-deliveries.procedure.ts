@@ -3,6 +3,7 @@ import { accountProcedure } from "../trpc";
 
 export const listWebhookDeliveries = accountProcedure
   .meta({
+    errors: ["invalid_request"],
     openapi: {
       method: "GET",
       path: "/api/webhooks/deliveries",

@@ -4,6 +4,7 @@ import { publicProcedure } from "../trpc";
 
 export const resendVerification = publicProcedure
   .meta({
+    errors: ["invalid_request", "rate_limited"],
     openapi: {
       method: "POST",
       path: "/auth/send-verification-email",

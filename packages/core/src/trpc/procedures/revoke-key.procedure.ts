@@ -3,6 +3,7 @@ import { accountProcedure } from "../trpc";
 
 export const revokeKey = accountProcedure
   .meta({
+    errors: ["not_found"],
     openapi: {
       method: "DELETE",
       path: "/api/keys/{id}",

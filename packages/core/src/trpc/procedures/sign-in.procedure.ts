@@ -4,6 +4,7 @@ import { publicProcedure } from "../trpc";
 
 export const signIn = publicProcedure
   .meta({
+    errors: ["invalid_request", "invalid_credentials"],
     openapi: {
       method: "POST",
       path: "/auth/sign-in/email",

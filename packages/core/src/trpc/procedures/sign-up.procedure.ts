@@ -4,6 +4,7 @@ import { publicProcedure } from "../trpc";
 
 export const signUp = publicProcedure
   .meta({
+    errors: ["invalid_request", "email_already_registered", "rate_limited"],
     openapi: {
       method: "POST",
       path: "/auth/sign-up/email",

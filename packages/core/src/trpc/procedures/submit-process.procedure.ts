@@ -1,8 +1,18 @@
-import { processInputSchema, submissionOutput } from "../../schemas/process.schemas";
+import { editImageToolInput, processInputSchema, submissionOutput } from "../../schemas/process.schemas";
 import { apiKeyProcedure } from "../trpc";
 
 export const submitProcess = apiKeyProcedure
   .meta({
+    errors: [
+      "invalid_request",
+      "batch_exceeds_plan_limit",
+      "insufficient_credits",
+      "email_unverified",
+      "idempotency_key_reused",
+      "rate_limited",
+      "too_many_in_flight",
+      "upstream_error",
+    ],
     openapi: {
       method: "POST",
       path: "/api/process",
@@ -10,6 +20,12 @@ export const submitProcess = apiKeyProcedure
       summary: "Submit an edit (one image or a batch)",
       description:
         "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely.",
+    },
+    mcp: {
+      name: "edit_image",
+      description:
+        "Edit an image from a plain-language instruction (remove the background, remove or erase an object, or adjust it: black and white, brighter, crop, rotate...). Starts an asynchronous job and returns its job_id at once; costs 1 credit, refunded if the job fails. Then poll get_job_status every 2-5 s and call get_job_result for the download link.",
+      input: editImageToolInput,
     },
   })
   .input(processInputSchema)

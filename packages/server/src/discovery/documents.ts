@@ -1,0 +1,175 @@
+import type { Config } from "@retouch/core";
+import { MCP_PATH, MCP_SERVER_VERSION } from "../mcp/mcp.handler";
+import { type McpTool, mcpToolsFromRouter } from "../mcp/mcp-tools";
+
+/**
+ * The discovery documents, written for their readers (an LLM, an agent, a
+ * plugin host) and built from the running configuration, so every address in
+ * them is this server's.
+ */
+
+type DiscoveryConfig = Pick<Config, "publicBaseUrl" | "mailFrom">;
+
+const DESCRIPTION =
+  "Edit images from plain-language instructions: remove the background (transparent PNG), remove or erase objects, or adjust the image (black and white, brighter, crop, rotate, resize, new background colour...). Jobs run asynchronously; 1 credit per image, refunded on failure.";
+
+function contactEmail(config: DiscoveryConfig): string {
+  return /<([^>]+)>/.exec(config.mailFrom)?.[1] ?? config.mailFrom;
+}
+
+function tools(): McpTool[] {
+  return mcpToolsFromRouter();
+}
+
+export function mcpManifest(config: DiscoveryConfig) {
+  return {
+    name: "retouch",
+    version: MCP_SERVER_VERSION,
+    description: DESCRIPTION,
+    transport: "streamable-http",
+    endpoint: `${config.publicBaseUrl}${MCP_PATH}`,
+    auth: {
+      type: "bearer",
+      description: `A Retouch API key (pk_...) in Authorization: Bearer. Create one after signing up at ${config.publicBaseUrl}/auth/sign-up/email and verifying your email.`,
+    },
+    tools: tools().map((tool) => ({ name: tool.name, description: tool.description })),
+  };
+}
+
+export function aiPluginManifest(config: DiscoveryConfig) {
+  const base = config.publicBaseUrl;
+  return {
+    schema_version: "v1",
+    name_for_human: "Retouch",
+    name_for_model: "retouch",
+    description_for_human:
+      "Edit your images with plain-language instructions: remove backgrounds, erase objects, adjust colours.",
+    description_for_model:
+      "Edits an existing image from a natural-language instruction; it cannot create an image from nothing. POST /api/process with the image as base64 and a prompt returns a job_id at once (1 credit, refunded if the job fails). Poll GET /api/process/status?job_id=... every 2-5 s until status is done or error, then GET /api/process/result?job_id=... for a signed url (valid 1 hour) to download the image. Background removal always yields PNG; other edits JPEG unless format says otherwise.",
+    auth: { type: "user_http", authorization_type: "bearer" },
+    api: { type: "openapi", url: `${base}/openapi.json` },
+    logo_url: `${base}/logo.png`,
+    contact_email: contactEmail(config),
+    legal_info_url: `${base}/terms`,
+  };
+}
+
+export function llmsTxt(config: DiscoveryConfig): string {
+  const base = config.publicBaseUrl;
+  const toolList = tools()
+    .map((tool) => `- \`${tool.name}\`: ${tool.description}`)
+    .join("\n");
+  return `# Retouch
+
+> ${DESCRIPTION} This server is at ${base}.
+
+Retouch edits an existing image; it cannot generate one from nothing. The prompt picks the workflow: "remove the background" (or "transparent background") gives a PNG with transparency; "remove / erase / delete / clean up X" removes objects (a \`mask\` PNG or a \`detect\` list such as "person . car" targets them); anything else is an edit such as "make it black and white", "a lot brighter", "crop to square", "rotate 90 degrees", "put it on a white background".
+
+## Getting access (a person does this once)
+
+1. \`POST ${base}/auth/sign-up/email\` with \`{"email", "password" (8+ characters), "name"}\`: creates the account with 10 free credits and returns a session cookie.
+2. Open the verification link emailed to that address.
+3. \`POST ${base}/api/keys\` with \`{"name": "..."}\` and the session cookie: returns the API key (\`pk_...\`) once.
+
+## Editing an image
+
+1. \`POST ${base}/api/process\` with \`Authorization: Bearer pk_...\` and \`{"image": "<base64 JPEG/PNG/WebP>", "prompt": "remove the background"}\` → \`{"job_id", "credits_remaining"}\`. Optional: \`format\` (jpeg, png, webp), \`quality\` (1-100), \`mask\`, \`detect\`, \`webhook_url\`, or \`{"images": [...]}\` for a batch. Send an \`Idempotency-Key\` header to retry safely.
+2. \`GET ${base}/api/process/status?job_id=...\` every 2-5 seconds until \`status\` is \`done\` or \`error\`.
+3. \`GET ${base}/api/process/result?job_id=...\` → \`{"url", "format", "width", "height", ...}\`; download \`url\` with a plain GET within the hour.
+
+Errors are \`{"code", "message"}\`: \`email_unverified\` (verify the email first), \`insufficient_credits\` (402), \`rate_limited\` and \`too_many_in_flight\` (429, honour \`Retry-After\`), \`invalid_request\` (400, the message names the field).
+
+## For agents (MCP)
+
+Streamable HTTP at \`${base}${MCP_PATH}\` with the same bearer key; manifest at ${base}/mcp.json. Tools:
+
+${toolList}
+
+## Docs
+
+- [OpenAPI 3.1 description](${base}/openapi.json): every operation, field, status code and error code
+- [API reference](${base}/docs): the same, to read and try in a browser
+- [Agent instructions](${base}/SKILL.md): the polling and download loop, step by step
+- [MCP manifest](${base}/mcp.json)
+`;
+}
+
+export function skillMd(config: DiscoveryConfig): string {
+  const base = config.publicBaseUrl;
+  return `---
+name: retouch-image-editing
+description: Edit an image from a plain-language instruction with the Retouch API at ${base} (remove the background, remove objects, black and white, brighten, crop, rotate, resize...). Use when the user wants an existing image changed; it cannot create images from nothing.
+---
+
+# Editing images with Retouch
+
+Retouch runs each edit as an asynchronous job. You submit, poll, then download. Each
+image costs 1 credit; a failed job is refunded automatically.
+
+## What you need
+
+An API key (\`pk_...\`), sent as \`Authorization: Bearer pk_...\`. Getting one needs a
+person once: sign up (\`POST ${base}/auth/sign-up/email\`), open the verification link
+from the email, then create a key (\`POST ${base}/api/keys\` with the session cookie).
+If a call answers \`email_unverified\`, ask the user to open that link; you cannot do it
+for them.
+
+## With MCP (preferred when your client speaks it)
+
+Endpoint \`${base}${MCP_PATH}\` (Streamable HTTP, stateless), same bearer key.
+
+1. \`edit_image\` with \`image\` (base64 JPEG, PNG or WebP; a \`data:image/...;base64,\`
+   prefix is fine) and \`prompt\`. Optional: \`format\`, \`quality\` (1-100), \`mask\`
+   (base64 PNG, white = area to edit), \`detect\` ("person . car"), \`idempotency_key\`
+   (reuse it if you retry the same call, to avoid paying twice). Returns \`job_id\`.
+2. \`get_job_status\` with the \`job_id\` every 2-5 seconds until \`status\` is \`done\`
+   or \`error\`. Do not poll faster.
+3. \`get_job_result\` with the \`job_id\`: \`url\` is a signed HTTPS link to the image,
+   valid for 1 hour; download it with a plain GET (no header needed). Also \`format\`,
+   \`width\`, \`height\`, \`credits_remaining\`.
+
+A tool error's text is JSON \`{"code", "message"}\`.
+
+## With plain HTTP
+
+1. \`POST ${base}/api/process\`, \`Content-Type: application/json\`,
+   body \`{"image": "<base64>", "prompt": "remove the background"}\`, and an
+   \`Idempotency-Key: <uuid>\` header → \`{"job_id": "job_...", "credits_remaining": 9}\`.
+2. \`GET ${base}/api/process/status?job_id=job_...\` → \`{"status": "pending"}\` until
+   it is \`{"status": "done", "width": ..., "height": ..., "format": "png", ...}\`.
+3. \`GET ${base}/api/process/result?job_id=job_...\` → 202 while pending, 500 if it
+   failed, else \`{"url": "...", ...}\`. Download \`url\`.
+
+## Writing prompts
+
+- "remove the background" / "make the background transparent": PNG with alpha.
+- "remove the person on the left", "erase the car", "delete the dog": object removal.
+  People, vehicles, animals and common objects (COCO classes) are found automatically;
+  for text, watermarks or scratches send a \`mask\`.
+- Anything else is an adjustment: "make it black and white", "a lot brighter",
+  "more contrast", "warmer", "crop to square", "rotate 90 degrees", "resize to 800 wide",
+  "add a 20px white border", "put it on a white background", "blur the background".
+  Several instructions in one prompt apply in order. An instruction the engine cannot
+  carry out fails the job (refunded).
+
+## When something goes wrong
+
+| code | what to do |
+|---|---|
+| \`invalid_request\` (400) | fix the field the message names; do not retry unchanged |
+| \`email_unverified\` (403) | the account owner must open the verification email |
+| \`insufficient_credits\` (402) | the balance is empty; tell the user |
+| \`rate_limited\` (429) | wait the \`Retry-After\` seconds, then retry with the same idempotency key |
+| \`too_many_in_flight\` (429) | wait for running jobs to finish, then retry |
+| \`job_failed\` (500, on the result) | the edit could not be done; the credit was refunded; rephrase or send a mask |
+`;
+}
+
+export function termsPage(config: DiscoveryConfig): string {
+  return `Retouch at ${config.publicBaseUrl} is a self-hosted instance of the open-source Retouch service, run by its operator (${contactEmail(config)}).
+
+Intended use: you own the images you send, or are authorized to make the changes you ask for. Removing watermarks, copyright notices, credentials or provenance signals is for authorized callers only.
+
+Inputs are deleted as soon as a job settles; results are kept for the operator's retention period (24 hours by default) and are reachable only through signed links.
+`;
+}

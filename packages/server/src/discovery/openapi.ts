@@ -1,0 +1,296 @@
+import {
+  appRouter,
+  type Config,
+  ERROR_CODES,
+  type ErrorCode,
+  MAX_BATCH_SIZE,
+  type ProcedureMeta,
+  processItemSchema,
+  sessionCookieName,
+} from "@retouch/core";
+import { generateOpenApiDocument, type OpenAPIObject } from "trpc-to-openapi";
+import { z } from "zod";
+
+/**
+ * The OpenAPI 3.1 document, generated from the router and then completed so
+ * it tells the truth: trpc-to-openapi documents every success as 200 and its
+ * own error shape, and knows nothing of cookies, idempotency or Retry-After.
+ */
+
+type Json = Record<string, unknown>;
+type Operation = Json & { responses: Record<string, Json>; parameters?: Json[]; requestBody?: Json; security?: unknown };
+
+const ERROR_SCHEMA = "#/components/schemas/Error";
+
+const errorSchema: Json = {
+  type: "object",
+  description: "Every error answer has this shape.",
+  required: ["code", "message"],
+  properties: {
+    code: { type: "string", enum: Object.keys(ERROR_CODES), description: "Stable machine-readable code" },
+    message: { type: "string", description: "What went wrong, in words a person can act on" },
+    issues: {
+      type: "array",
+      description: "For invalid input: each field and its problem",
+      items: {
+        type: "object",
+        required: ["path", "message"],
+        properties: { path: { type: "string" }, message: { type: "string" } },
+      },
+    },
+  },
+};
+
+const retryAfter = {
+  "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 1 } },
+};
+
+const STATUS_TEXT: Record<number, string> = {
+  400: "Invalid request",
+  401: "Authentication required or invalid credentials",
+  402: "Not enough credits",
+  403: "Forbidden",
+  404: "Not found",
+  413: "Request body too large",
+  415: "Body must be JSON",
+  422: "Unprocessable",
+  429: "Too many requests",
+  500: "Server error",
+  502: "Upstream provider failure",
+};
+
+function errorResponses(codes: ErrorCode[]): Record<string, Json> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const { status } = ERROR_CODES[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries(
+    [...byStatus.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([status, statusCodes]) => [
+        String(status),
+        {
+          description: `${STATUS_TEXT[status] ?? "Error"}: ${statusCodes.map((code) => `\`${code}\``).join(", ")}`,
+          ...(status === 429 ? { headers: retryAfter } : {}),
+          content: {
+            "application/json": {
+              schema: { $ref: ERROR_SCHEMA },
+              examples: Object.fromEntries(
+                statusCodes.map((code) => [code, { value: { code, message: ERROR_CODES[code].message } }]),
+              ),
+            },
+          },
+        },
+      ]),
+  );
+}
+
+function proceduresByRoute(): Map<string, ProcedureMeta> {
+  const routes = new Map<string, ProcedureMeta>();
+  for (const procedure of Object.values(
+    appRouter._def.procedures as unknown as Record<string, { _def: { meta?: ProcedureMeta } }>,
+  )) {
+    const meta = procedure._def.meta;
+    if (meta?.openapi) routes.set(`${meta.openapi.method.toLowerCase()} ${meta.openapi.path}`, meta);
+  }
+  return routes;
+}
+
+const jsonSchemaOf = (schema: z.ZodType): Json => {
+  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Json;
+  return rest;
+};
+
+/** zod writes the safe-integer bounds on every integer; they say nothing to a reader. */
+function dropSafeIntegerBounds(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) dropSafeIntegerBounds(item);
+    return;
+  }
+  if (!node || typeof node !== "object") return;
+  const record = node as Json;
+  if (record.minimum === Number.MIN_SAFE_INTEGER) delete record.minimum;
+  if (record.maximum === Number.MAX_SAFE_INTEGER) delete record.maximum;
+  for (const value of Object.values(record)) dropSafeIntegerBounds(value);
+}
+
+export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): OpenAPIObject {
+  const document = generateOpenApiDocument(appRouter, {
+    title: "Retouch API",
+    version: "1.0.0",
+    openApiVersion: "3.1.0",
+    baseUrl: config.publicBaseUrl,
+    description:
+      'Edit images from plain-language instructions. Submit an image with a prompt (`POST /api/process`); the job runs asynchronously (1 credit, refunded on failure); learn the outcome by a signed webhook or by polling `GET /api/process/status`, then fetch the signed result link from `GET /api/process/result`.\n\nAuthenticate with `Authorization: Bearer pk_...` (keys are created after sign-up and email verification). Errors are `{ "code", "message" }` with the codes listed on each operation. The same operations are offered to agents over MCP at `/mcp`.',
+    securitySchemes: {
+      bearerAuth: {
+        type: "http",
+        scheme: "bearer",
+        bearerFormat: "pk_ API key",
+        description: "An API key: `Authorization: Bearer pk_...`",
+      },
+      sessionCookie: {
+        type: "apiKey",
+        in: "cookie",
+        name: sessionCookieName(config.publicBaseUrl),
+        description: "The session cookie set by sign-up and sign-in (accepted on the key-management routes)",
+      },
+    },
+  }) as OpenAPIObject & { paths: Record<string, Record<string, Operation>> };
+
+  const routes = proceduresByRoute();
+  for (const [path, operations] of Object.entries(document.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      const meta = routes.get(`${method} ${path}`);
+      if (!meta) continue;
+      const success = operation.responses["200"] ?? { description: "Success" };
+      const responses: Record<string, Json> = {};
+      if (typeof meta.successStatus === "number") {
+        responses[String(meta.successStatus)] = { ...success, description: meta.successStatus === 201 ? "Created" : "Success" };
+      } else if (typeof meta.successStatus === "function") {
+        // The result: 200 with the image link, 202 while the job is still processing.
+        const schema = (success.content as { "application/json": { schema: { anyOf?: Json[]; oneOf?: Json[] } } })[
+          "application/json"
+        ].schema;
+        const [done, pending] = schema.anyOf ?? schema.oneOf ?? [];
+        responses["200"] = {
+          description: "The job is done: a signed link and the metadata block",
+          content: { "application/json": { schema: done } },
+        };
+        responses["202"] = { description: "The job is still processing", content: { "application/json": { schema: pending } } };
+      } else {
+        responses["200"] = { ...success, description: "Success" };
+      }
+
+      const hasBody = operation.requestBody !== undefined;
+      const codes: ErrorCode[] = [
+        ...(meta.errors ?? []),
+        ...(meta.auth === "public" ? [] : (["unauthorized"] as const)),
+        ...(hasBody ? (["invalid_json", "payload_too_large", "unsupported_media_type"] as const) : []),
+        "internal_error",
+      ];
+      if (meta.errors?.includes("job_failed")) codes.splice(codes.indexOf("internal_error"), 1);
+      Object.assign(responses, errorResponses([...new Set(codes)]));
+      operation.responses = responses;
+
+      operation.security =
+        meta.auth === "public"
+          ? []
+          : meta.auth === "key_or_session"
+            ? [{ bearerAuth: [] }, { sessionCookie: [] }]
+            : [{ bearerAuth: [] }];
+      if (operation.parameters?.length === 0) delete operation.parameters;
+    }
+  }
+
+  // Sign-up and sign-in set the session cookie.
+  for (const path of ["/auth/sign-up/email", "/auth/sign-in/email"]) {
+    const ok = document.paths[path]?.post?.responses?.["200"];
+    if (ok)
+      ok.headers = {
+        "Set-Cookie": {
+          description: "The session cookie (`retouch.session_token=...`); resend it in a `Cookie` header",
+          schema: { type: "string" },
+        },
+      };
+  }
+
+  // A submission is one image or a batch; the router's single object cannot say "one of".
+  const submit = document.paths["/api/process"]?.post;
+  if (submit) {
+    submit.parameters = [
+      {
+        name: "Idempotency-Key",
+        in: "header",
+        required: false,
+        description:
+          "A retry with the same key and body returns the original answer and charges nothing (keys are kept 48 hours). A UUID is ideal.",
+        schema: { type: "string", minLength: 1, maxLength: 255 },
+      },
+    ];
+    submit.requestBody = {
+      required: true,
+      content: {
+        "application/json": {
+          schema: { oneOf: [{ $ref: "#/components/schemas/ProcessRequestItem" }, { $ref: "#/components/schemas/BatchRequest" }] },
+        },
+      },
+    };
+  }
+
+  document.paths["/files/results/{file}"] = {
+    get: {
+      operationId: "downloadResult",
+      summary: "Download a result image",
+      description:
+        "The `url` of `GET /api/process/result` (and of a webhook's `result_url`). The signature in the query is the credential: no header is needed, and the link works for 1 hour.",
+      tags: ["Jobs"],
+      security: [],
+      parameters: [
+        { name: "file", in: "path", required: true, schema: { type: "string" }, description: "`<job_id>.<png|jpeg|webp>`" },
+        {
+          name: "expires",
+          in: "query",
+          required: true,
+          schema: { type: "integer" },
+          description: "Unix seconds when the link stops working",
+        },
+        {
+          name: "signature",
+          in: "query",
+          required: true,
+          schema: { type: "string" },
+          description: "HMAC of the path and expiry",
+        },
+      ],
+      responses: {
+        "200": {
+          description: "The image",
+          content: {
+            "image/png": { schema: { type: "string", contentMediaType: "image/png" } },
+            "image/jpeg": { schema: { type: "string", contentMediaType: "image/jpeg" } },
+            "image/webp": { schema: { type: "string", contentMediaType: "image/webp" } },
+          },
+        },
+        ...errorResponses(["signed_url_invalid", "not_found"]),
+      },
+    },
+  };
+
+  const item = jsonSchemaOf(processItemSchema);
+  document.components = {
+    ...document.components,
+    schemas: {
+      Error: errorSchema,
+      ProcessRequestItem: { ...item, description: "One image to edit" },
+      BatchRequest: {
+        type: "object",
+        description: `A batch: 1 to ${MAX_BATCH_SIZE} images (at most your plan's concurrent-jobs limit)`,
+        required: ["images"],
+        properties: {
+          images: {
+            type: "array",
+            minItems: 1,
+            maxItems: MAX_BATCH_SIZE,
+            items: { $ref: "#/components/schemas/ProcessRequestItem" },
+          },
+        },
+        additionalProperties: false,
+      },
+    },
+  };
+  document.tags = [
+    { name: "Accounts", description: "Sign up, verify the email, sign in" },
+    { name: "API keys", description: "Mint, list and revoke `pk_` keys" },
+    { name: "Jobs", description: "Submit edits, poll their status, fetch the results" },
+    { name: "Webhooks", description: "The signing secret and the delivery log of settlement callbacks" },
+  ];
+  document.info = {
+    ...document.info,
+    license: { name: "MIT", identifier: "MIT" },
+    contact: { name: "Retouch", url: config.publicBaseUrl },
+  };
+  dropSafeIntegerBounds(document);
+  return document;
+}

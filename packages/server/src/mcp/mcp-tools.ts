@@ -1,0 +1,66 @@
+import { appRouter, type Context, createCallerFactory, type ProcedureMeta, RetouchError, toRetouchError } from "@retouch/core";
+import { z } from "zod";
+
+/**
+ * MCP tools are not written a second time: every router procedure with `mcp`
+ * metadata becomes a tool, with the procedure's zod schemas as its input and
+ * output schemas, and a call goes through the procedure itself (same
+ * validation, credits, limits, idempotency and errors as REST).
+ */
+export interface McpTool {
+  name: string;
+  description: string;
+  /** The router path, e.g. "process.submit". */
+  path: string;
+  input: z.ZodObject;
+  output: z.ZodObject;
+}
+
+interface ProcedureDef {
+  _def: { meta?: ProcedureMeta; inputs: unknown[]; output?: unknown };
+}
+
+/** MCP output schemas must be objects: a union of objects becomes one object whose keys not shared by every branch are optional. */
+function asObjectSchema(schema: unknown, path: string): z.ZodObject {
+  if (schema instanceof z.ZodObject) return schema;
+  if (schema instanceof z.ZodUnion && schema.options.every((option) => option instanceof z.ZodObject)) {
+    const options = schema.options as z.ZodObject[];
+    const keys = [...new Set(options.flatMap((option) => Object.keys(option.shape)))];
+    const shape = Object.fromEntries(
+      keys.map((key) => {
+        const holders = options.filter((option) => key in option.shape);
+        const field = holders[0]?.shape[key] as z.ZodType;
+        return [key, holders.length === options.length ? field : field.optional()];
+      }),
+    );
+    return z.object(shape);
+  }
+  throw new Error(`${path}: an MCP tool needs an object (or a union of objects) as output`);
+}
+
+export function mcpToolsFromRouter(): McpTool[] {
+  const procedures = appRouter._def.procedures as unknown as Record<string, ProcedureDef>;
+  return Object.entries(procedures).flatMap(([path, procedure]) => {
+    const meta = procedure._def.meta?.mcp;
+    if (!meta) return [];
+    const input = meta.input ?? procedure._def.inputs[0];
+    if (!(input instanceof z.ZodObject)) throw new Error(`${path}: an MCP tool needs an object input`);
+    const output = meta.output ?? asObjectSchema(procedure._def.output, path);
+    return [{ name: meta.name, description: meta.description, path, input, output }];
+  });
+}
+
+const createCaller = createCallerFactory(appRouter);
+
+/** Calls the tool's procedure; a domain error comes back as a RetouchError. */
+export async function callTool(tool: McpTool, args: Record<string, unknown>, context: Context): Promise<unknown> {
+  const caller = createCaller(context) as unknown as Record<string, Record<string, (input: unknown) => Promise<unknown>>>;
+  const [group, name] = tool.path.split(".");
+  const procedure = group && name ? caller[group]?.[name] : undefined;
+  if (!procedure) throw new RetouchError("internal_error", undefined, { cause: new Error(`no procedure ${tool.path}`) });
+  try {
+    return await procedure(args);
+  } catch (error) {
+    throw toRetouchError(error);
+  }
+}

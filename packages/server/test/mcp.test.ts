@@ -1,0 +1,255 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { newId } from "@retouch/core";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
+import { base64, productPhoto } from "../../../test/support/images";
+import { startTestApp, type TestApp } from "../../../test/support/test-app";
+
+/** The MCP endpoint through the SDK's own client over real HTTP. */
+let app: TestApp;
+let account: KeyedAccount;
+let photo: string;
+const clients: Client[] = [];
+
+async function connect(key: string): Promise<Client> {
+  const client = new Client({ name: "retouch-test-agent", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+type ToolResult = {
+  isError?: boolean;
+  structuredContent?: Record<string, unknown>;
+  content: Array<{ type: string; text?: string }>;
+};
+const call = async (client: Client, name: string, args: Record<string, unknown>) =>
+  (await client.callTool({ name, arguments: args })) as ToolResult;
+const errorOf = (result: ToolResult) => JSON.parse(result.content[0]?.text ?? "{}") as { code: string; message: string };
+
+async function waitUntilSettled(client: Client, jobId: string): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 600; i++) {
+    const status = await call(client, "get_job_status", { job_id: jobId });
+    if (status.structuredContent?.status !== "pending") return status.structuredContent ?? {};
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${jobId} still pending`);
+}
+
+beforeAll(async () => {
+  app = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
+  account = await keyedAccount(app, { plan: "pro" });
+  photo = base64(await productPhoto());
+});
+afterAll(async () => {
+  await Promise.all(clients.map((client) => client.close()));
+  await app.close();
+});
+
+describe("initialize and tools/list", () => {
+  it("offers the three tools, with input schemas from the same zod schemas (no $ref)", async () => {
+    const client = await connect(account.key);
+    expect(client.getServerVersion()).toMatchObject({ name: "retouch", version: "1.0.0" });
+    expect(client.getInstructions()).toMatch(/get_job_status every 2-5 seconds/);
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(["edit_image", "get_job_result", "get_job_status"]);
+    expect(JSON.stringify(tools)).not.toContain("$ref");
+    const edit = tools.find((tool) => tool.name === "edit_image");
+    expect(edit?.inputSchema.required?.sort()).toEqual(["image", "prompt"]);
+    expect(Object.keys(edit?.inputSchema.properties ?? {}).sort()).toEqual(
+      ["detect", "format", "idempotency_key", "image", "mask", "negative_prompt", "prompt", "quality", "webhook_url"].sort(),
+    );
+    expect((edit?.inputSchema.properties?.format as { enum?: string[] } | undefined)?.enum).toEqual(["jpeg", "png", "webp"]);
+    for (const name of ["get_job_status", "get_job_result"]) {
+      const tool = tools.find((candidate) => candidate.name === name);
+      expect(tool?.inputSchema.required).toEqual(["job_id"]);
+      expect(tool?.outputSchema?.type).toBe("object");
+      expect(tool?.description?.length).toBeGreaterThan(40);
+    }
+  });
+});
+
+describe("the tools", () => {
+  it("edit_image -> get_job_status -> get_job_result: debits one credit and ends with a working link", async () => {
+    const client = await connect(account.key);
+    const before = (await app.services.profiles.get(account.userId)).credits;
+    const started = await call(client, "edit_image", { image: photo, prompt: "remove the background", format: "jpeg" });
+    expect(started.isError).toBeFalsy();
+    expect(started.structuredContent).toEqual({ job_id: expect.stringMatching(/^job_/), credits_remaining: before - 1 });
+    const jobId = started.structuredContent?.job_id as string;
+    const status = await waitUntilSettled(client, jobId);
+    expect(status).toMatchObject({ status: "done", format: "png", width: 320, height: 240, credits_used: 1 });
+    const result = await call(client, "get_job_result", { job_id: jobId });
+    expect(result.structuredContent).toMatchObject({
+      job_id: jobId,
+      format: "png",
+      url: expect.stringContaining("/files/results/"),
+    });
+    const link = new URL(result.structuredContent?.url as string);
+    const image = await fetch(`${app.url}${link.pathname}${link.search}`);
+    expect(image.headers.get("content-type")).toBe("image/png");
+  });
+
+  it("get_job_result answers status pending while the job runs", async () => {
+    const client = await connect(account.key);
+    // A pending job that no worker will take (it is never enqueued).
+    const jobId = newId("job");
+    await app.services.stores.jobs.submission((tx) =>
+      tx.insertJobs([
+        {
+          id: jobId,
+          userId: account.userId,
+          batchId: null,
+          batchIndex: null,
+          status: "pending",
+          workflow: "generative_edit",
+          prompt: "make it sepia",
+          negativePrompt: null,
+          detect: null,
+          outputFormat: "jpeg",
+          quality: null,
+          webhookUrl: null,
+          inputBlob: null,
+          maskBlob: null,
+          inputWidth: 320,
+          inputHeight: 240,
+          rejection: null,
+          creditsRemaining: null,
+        },
+      ]),
+    );
+    const result = await call(client, "get_job_result", { job_id: jobId });
+    expect(result.isError).toBeFalsy();
+    expect(result.structuredContent).toEqual({ job_id: jobId, status: "pending" });
+    expect((await call(client, "get_job_status", { job_id: jobId })).structuredContent).toEqual({ status: "pending" });
+  });
+
+  it("a failed edit is refunded, and get_job_result is a tool error with job_failed", async () => {
+    const client = await connect(account.key);
+    const before = (await app.services.profiles.get(account.userId)).credits;
+    const started = await call(client, "edit_image", { image: photo, prompt: "remove the giraffe" });
+    const jobId = started.structuredContent?.job_id as string;
+    expect(await waitUntilSettled(client, jobId)).toMatchObject({ status: "error", error: "Processing failed", credits_used: 0 });
+    expect((await app.services.profiles.get(account.userId)).credits).toBe(before);
+    const result = await call(client, "get_job_result", { job_id: jobId });
+    expect(result.isError).toBe(true);
+    expect(errorOf(result)).toMatchObject({ code: "job_failed" });
+  });
+
+  it("honours idempotency_key like the Idempotency-Key header", async () => {
+    const client = await connect(account.key);
+    const before = (await app.services.profiles.get(account.userId)).credits;
+    const args = { image: photo, prompt: "make it sepia", idempotency_key: "agent-retry-1" };
+    const first = await call(client, "edit_image", args);
+    const again = await call(client, "edit_image", args);
+    expect(again.structuredContent).toEqual(first.structuredContent);
+    expect((await app.services.profiles.get(account.userId)).credits).toBe(before - 1);
+    const reused = await call(client, "edit_image", { ...args, prompt: "make it black and white" });
+    expect(errorOf(reused).code).toBe("idempotency_key_reused");
+  });
+});
+
+describe("error paths, as tool errors with the spec code", () => {
+  it("validation: the same messages as REST, nothing charged", async () => {
+    const client = await connect(account.key);
+    const before = (await app.services.profiles.get(account.userId)).credits;
+    const bad = await call(client, "edit_image", { image: base64(Buffer.from("not an image")), prompt: "make it sepia" });
+    expect(bad.isError).toBe(true);
+    expect(errorOf(bad)).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/JPEG, PNG or WebP/) });
+    const badQuality = await call(client, "edit_image", { image: photo, prompt: "x", quality: 400 });
+    expect(badQuality.isError).toBe(true);
+    expect((await app.services.profiles.get(account.userId)).credits).toBe(before);
+  });
+
+  it("email_unverified, insufficient_credits, too_many_in_flight and not_found", async () => {
+    const unverified = await keyedAccount(app);
+    const db = new pg.Client({ connectionString: app.config.databaseUrl });
+    await db.connect();
+    await db.query(`update "user" set "emailVerified" = false where id = $1`, [unverified.userId]);
+    await db.end();
+    const unverifiedClient = await connect(unverified.key);
+    expect(errorOf(await call(unverifiedClient, "edit_image", { image: photo, prompt: "make it sepia" })).code).toBe(
+      "email_unverified",
+    );
+
+    const broke = await keyedAccount(app, { credits: 0 });
+    const brokeClient = await connect(broke.key);
+    expect(errorOf(await call(brokeClient, "edit_image", { image: photo, prompt: "make it sepia" })).code).toBe(
+      "insufficient_credits",
+    );
+
+    const free = await keyedAccount(app);
+    const freeClient = await connect(free.key);
+    const big = base64(await productPhoto({ width: 2400, height: 1800 }));
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () => call(freeClient, "edit_image", { image: big, prompt: "remove the background" })),
+    );
+    const codes = results.map((result) => (result.isError ? errorOf(result).code : "ok"));
+    expect(codes.filter((code) => code === "too_many_in_flight")).toHaveLength(1);
+
+    const missing = await call(freeClient, "get_job_status", { job_id: `job_${"0".repeat(26)}` });
+    expect(errorOf(missing).code).toBe("not_found");
+  });
+});
+
+describe("the HTTP edge", () => {
+  const rpc = (body: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${app.url}/mcp`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+        authorization: `Bearer ${account.key}`,
+        ...headers,
+      },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+
+  it("answers 401 with WWW-Authenticate without a valid key", async () => {
+    for (const authorization of ["", "Bearer pk_wrong"]) {
+      const response = await rpc({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }, { authorization });
+      expect(response.status).toBe(401);
+      expect(response.headers.get("www-authenticate")).toMatch(/^Bearer realm="Retouch"/);
+    }
+    const client = new Client({ name: "no-key", version: "1" });
+    await expect(client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`)))).rejects.toThrow();
+  });
+
+  it("answers a JSON-RPC batch array with an array of responses", async () => {
+    const response = await rpc([
+      { jsonrpc: "2.0", id: 1, method: "tools/list", params: {} },
+      {
+        jsonrpc: "2.0",
+        id: "two",
+        method: "tools/call",
+        params: { name: "get_job_status", arguments: { job_id: `job_${"0".repeat(26)}` } },
+      },
+    ]);
+    expect(response.status).toBe(200);
+    const replies = (await response.json()) as Array<{ id: number | string; result: { tools?: unknown[]; isError?: boolean } }>;
+    expect(replies).toHaveLength(2);
+    const byId = new Map(replies.map((reply) => [reply.id, reply.result]));
+    expect(byId.get(1)?.tools).toHaveLength(3);
+    expect(byId.get("two")?.isError).toBe(true);
+  });
+
+  it("answers a notification with 202 and no body", async () => {
+    const response = await rpc({ jsonrpc: "2.0", method: "notifications/initialized" });
+    expect(response.status).toBe(202);
+    expect(await response.text()).toBe("");
+  });
+
+  it("answers malformed JSON with a JSON-RPC parse error, and GET with 405", async () => {
+    const malformed = await rpc("{not json");
+    expect(malformed.status).toBe(400);
+    expect(((await malformed.json()) as { error: { code: number } }).error.code).toBe(-32700);
+    const get = await fetch(`${app.url}/mcp`, { headers: { authorization: `Bearer ${account.key}` } });
+    expect(get.status).toBe(405);
+  });
+});
