@@ -33,7 +33,8 @@ export const webhookSecretOutput = z.object({
 });
 
 export const deliveriesInput = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20).describe("How many of the most recent deliveries (1 to 100)"),
+  // A query parameter: trpc-to-openapi coerces it from the query string.
+  limit: z.number().int().min(1).max(100).default(20).describe("How many of the most recent deliveries (1 to 100)"),
 });
 
 export const deliveriesOutput = z.object({

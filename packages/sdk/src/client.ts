@@ -1,0 +1,342 @@
+import { createTRPCClient, httpLink, type TRPCClient, TRPCClientError } from "@trpc/client";
+import { AbortedError, ApiError, type ErrorCode, LocalError, NetworkError, TimeoutError } from "./errors";
+import { type ImageInput, imageToBase64 } from "./images";
+import type { AppRouter, ErrorShape } from "./router.generated";
+
+type Outputs = {
+  submit: AppRouter["process"]["submit"]["_def"]["$types"]["output"];
+  status: AppRouter["process"]["status"]["_def"]["$types"]["output"];
+  result: AppRouter["process"]["result"]["_def"]["$types"]["output"];
+  session: AppRouter["auth"]["signIn"]["_def"]["$types"]["output"];
+};
+
+export type OutputFormat = "jpeg" | "png" | "webp";
+
+export interface EditOptions {
+  /** Output format; background removal always yields PNG. Default JPEG. */
+  format?: OutputFormat;
+  /** 1 to 100, for JPEG and WebP. */
+  quality?: number;
+  negativePrompt?: string;
+  /** A PNG whose white pixels mark the area to edit. */
+  mask?: ImageInput;
+  /** What to remove, e.g. "person . red car"; routes to object removal. */
+  detect?: string;
+  /** A public https URL for the signed settlement callback. */
+  webhookUrl?: string;
+}
+
+export interface BatchItem extends EditOptions {
+  image: ImageInput;
+  prompt: string;
+}
+
+export type SingleSubmission = Extract<Outputs["submit"], { job_id: string }>;
+export type BatchSubmission = Extract<Outputs["submit"], { batch_id: string }>;
+export type JobStatus = Extract<Outputs["status"], { status: string }>;
+export type BatchStatus = Extract<Outputs["status"], { batch_id: string }>;
+export type JobResult = Extract<Outputs["result"], { url: string }>;
+export type Session = Outputs["session"] & {
+  /** `name=value` of the session cookie, to send as a `Cookie` header (Node; browsers keep it themselves). */
+  cookie: string | undefined;
+};
+
+export interface RetouchOptions {
+  /** The service's address, e.g. `https://retouch.example.com`. */
+  baseUrl: string;
+  /** A `pk_` key: sent as `Authorization: Bearer`. */
+  apiKey?: string;
+  /** Or a session cookie (`retouch.session_token=...`), for the key-management calls. */
+  sessionCookie?: string;
+  /** Retries of a call answered 429 (honouring Retry-After), 502, or lost on the network. Default 3. */
+  maxRetries?: number;
+  fetch?: typeof fetch;
+}
+
+export interface WaitOptions {
+  /** Time between status checks; the service asks for 2 to 5 s. Default 2000. */
+  intervalMs?: number;
+  /** Give up (TimeoutError) after this long. Default 10 minutes. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+interface CallContext {
+  idempotencyKey?: string;
+  [key: string]: unknown;
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(new AbortedError());
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new AbortedError());
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+
+function toError(error: unknown): Error {
+  if (error instanceof ApiError || error instanceof LocalError) return error;
+  if (error instanceof TRPCClientError) {
+    const data = (error.shape as ErrorShape | undefined)?.data ?? (error.data as ErrorShape["data"] | undefined);
+    if (data?.code) {
+      return new ApiError({
+        code: data.code,
+        status: data.httpStatus,
+        message: error.message,
+        ...(data.retryAfterSeconds !== undefined ? { retryAfterSeconds: data.retryAfterSeconds } : {}),
+        ...(data.issues ? { issues: data.issues } : {}),
+      });
+    }
+    const cause = error.cause;
+    if (cause && (cause.name === "AbortError" || (cause as { code?: string }).code === "ABORT_ERR"))
+      return new AbortedError(undefined, { cause });
+    return new NetworkError(`The Retouch API could not be reached: ${cause?.message ?? error.message}`, { cause: error });
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function isRetryable(error: Error): boolean {
+  if (error instanceof NetworkError) return true;
+  return error instanceof ApiError && (error.status === 429 || error.status === 502 || error.status === 503);
+}
+
+/**
+ * The Retouch client: every operation of the API, typed from the service's
+ * router, plus the helpers an application wants (edit and wait, download,
+ * images from paths, URLs, Blobs or bytes, safe retries).
+ */
+export class Retouch {
+  /** The raw typed client, for anything the helpers do not cover. */
+  readonly api: TRPCClient<AppRouter>;
+  private readonly baseUrl: string;
+  private readonly fetchImpl: typeof fetch;
+  private readonly maxRetries: number;
+
+  constructor(private readonly options: RetouchOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.fetchImpl = options.fetch ?? ((input, init) => fetch(input, init));
+    this.maxRetries = options.maxRetries ?? 3;
+    this.api = this.createApi();
+  }
+
+  private createApi(onResponse?: (response: Response) => void): TRPCClient<AppRouter> {
+    const { apiKey, sessionCookie } = this.options;
+    return createTRPCClient<AppRouter>({
+      links: [
+        httpLink({
+          url: `${this.baseUrl}/trpc`,
+          fetch: async (input, init) => {
+            const response = await this.fetchImpl(input, init as RequestInit);
+            onResponse?.(response);
+            return response;
+          },
+          headers: ({ op }) => {
+            const headers: Record<string, string> = {};
+            if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+            else if (sessionCookie) headers.cookie = sessionCookie;
+            const key = (op.context as CallContext).idempotencyKey;
+            if (key) headers["idempotency-key"] = key;
+            return headers;
+          },
+        }),
+      ],
+    });
+  }
+
+  /** Runs a call, retrying what is safe to retry, with back-off or the server's Retry-After. */
+  private async call<T>(run: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await run();
+      } catch (caught) {
+        const error = toError(caught);
+        if (attempt >= this.maxRetries || !isRetryable(error) || signal?.aborted) throw error;
+        const backoff = Math.min(30_000, 500 * 2 ** attempt) * (0.8 + Math.random() * 0.4);
+        const wait = error instanceof ApiError && error.retryAfterSeconds ? error.retryAfterSeconds * 1000 : backoff;
+        await sleep(wait, signal);
+      }
+    }
+  }
+
+  // Accounts
+
+  async signUp(input: { email: string; password: string; name: string }): Promise<Session> {
+    return this.sessionCall((api) => api.auth.signUp.mutate(input));
+  }
+
+  async signIn(input: { email: string; password: string }): Promise<Session> {
+    return this.sessionCall((api) => api.auth.signIn.mutate(input));
+  }
+
+  async resendVerification(email: string): Promise<void> {
+    await this.call(() => this.api.auth.resendVerification.mutate({ email }));
+  }
+
+  private async sessionCall(run: (api: TRPCClient<AppRouter>) => Promise<Outputs["session"]>): Promise<Session> {
+    let cookie: string | undefined;
+    const api = this.createApi((response) => {
+      const setCookie = response.headers.getSetCookie?.() ?? [];
+      cookie = setCookie.find((value) => value.includes(".session_token="))?.split(";")[0] ?? cookie;
+    });
+    try {
+      return { ...(await run(api)), cookie };
+    } catch (error) {
+      throw toError(error);
+    }
+  }
+
+  // API keys and webhooks
+
+  listKeys() {
+    return this.call(async () => (await this.api.keys.list.query()).keys);
+  }
+
+  createKey(name: string) {
+    return this.call(() => this.api.keys.create.mutate({ name }));
+  }
+
+  async revokeKey(id: string): Promise<void> {
+    await this.call(() => this.api.keys.revoke.mutate({ id }));
+  }
+
+  /** `secret` keys X-Retouch-Signature; `standard_webhooks_secret` is the same key for Standard Webhooks verifiers. */
+  webhookSecret() {
+    return this.call(() => this.api.webhooks.secret.query());
+  }
+
+  webhookDeliveries(limit = 20) {
+    return this.call(async () => (await this.api.webhooks.deliveries.query({ limit })).deliveries);
+  }
+
+  // Jobs
+
+  /**
+   * Starts one job. An Idempotency-Key is sent (generated unless given), so
+   * the automatic retries can never charge twice.
+   */
+  async submit(
+    image: ImageInput,
+    prompt: string,
+    options: EditOptions & { idempotencyKey?: string; signal?: AbortSignal } = {},
+  ): Promise<SingleSubmission> {
+    const body = await this.itemBody({ image, prompt, ...options }, options.signal);
+    const context: CallContext = { idempotencyKey: options.idempotencyKey ?? crypto.randomUUID() };
+    return this.call(
+      () =>
+        this.api.process.submit.mutate(body, {
+          context,
+          ...(options.signal ? { signal: options.signal } : {}),
+        }) as Promise<SingleSubmission>,
+      options.signal,
+    );
+  }
+
+  /** Starts a batch (1 to 50 images, at most your plan's concurrency); items that cannot start are listed with their error. */
+  async submitBatch(
+    items: BatchItem[],
+    options: { idempotencyKey?: string; signal?: AbortSignal } = {},
+  ): Promise<BatchSubmission> {
+    const images = await Promise.all(items.map((item) => this.itemBody(item, options.signal)));
+    const context: CallContext = { idempotencyKey: options.idempotencyKey ?? crypto.randomUUID() };
+    return this.call(
+      () =>
+        this.api.process.submit.mutate(
+          { images },
+          { context, ...(options.signal ? { signal: options.signal } : {}) },
+        ) as Promise<BatchSubmission>,
+      options.signal,
+    );
+  }
+
+  status(jobId: string, signal?: AbortSignal): Promise<JobStatus> {
+    return this.call(
+      () => this.api.process.status.query({ job_id: jobId }, signal ? { signal } : {}) as Promise<JobStatus>,
+      signal,
+    );
+  }
+
+  batchStatus(batchId: string, signal?: AbortSignal): Promise<BatchStatus> {
+    return this.call(
+      () => this.api.process.status.query({ batch_id: batchId }, signal ? { signal } : {}) as Promise<BatchStatus>,
+      signal,
+    );
+  }
+
+  /** The signed link and metadata of a done job; `undefined` while it is pending; ApiError `job_failed` if it failed. */
+  async result(jobId: string, signal?: AbortSignal): Promise<JobResult | undefined> {
+    const result = await this.call(() => this.api.process.result.query({ job_id: jobId }, signal ? { signal } : {}), signal);
+    return "url" in result ? result : undefined;
+  }
+
+  /** Polls until the job is done or failed; returns its final status (with the metadata block). */
+  async waitForJob(jobId: string, options: WaitOptions = {}): Promise<JobStatus> {
+    const interval = Math.max(250, options.intervalMs ?? 2000);
+    const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+    for (;;) {
+      const status = await this.status(jobId, options.signal);
+      if (status.status !== "pending") return status;
+      if (Date.now() + interval > deadline) {
+        throw new TimeoutError(`Job ${jobId} was still pending after ${options.timeoutMs ?? 600_000} ms.`);
+      }
+      await sleep(interval, options.signal);
+    }
+  }
+
+  /**
+   * Submits, waits, and returns the result with a `download()`: the one call
+   * most applications need. A failed job throws ApiError `job_failed` (its credit was refunded).
+   */
+  async edit(image: ImageInput, prompt: string, options: EditOptions & WaitOptions & { idempotencyKey?: string } = {}) {
+    const { job_id: jobId } = await this.submit(image, prompt, options);
+    const status = await this.waitForJob(jobId, options);
+    if (status.status === "error") {
+      throw new ApiError({
+        code: "job_failed",
+        status: 500,
+        message: `Job ${jobId} failed: ${status.error ?? "Processing failed"}. Its credit was refunded.`,
+      });
+    }
+    const result = await this.result(jobId, options.signal);
+    if (!result) throw new LocalError(`Job ${jobId} is done but has no result.`);
+    return { ...result, download: (signal?: AbortSignal) => this.download(result.url, signal) };
+  }
+
+  /** The image bytes behind a signed result link (no credentials needed). */
+  async download(url: string, signal?: AbortSignal): Promise<Uint8Array> {
+    let response: Response;
+    try {
+      response = await this.fetchImpl(url, signal ? { signal } : {});
+    } catch (error) {
+      if (signal?.aborted) throw new AbortedError(undefined, { cause: error });
+      throw new NetworkError(`The result could not be downloaded: ${(error as Error).message}`, { cause: error });
+    }
+    if (!response.ok) {
+      const body = (await response.json().catch(() => ({}))) as { code?: ErrorCode; message?: string };
+      throw new ApiError({
+        code: body.code ?? "not_found",
+        status: response.status,
+        message: body.message ?? `The download answered ${response.status}.`,
+      });
+    }
+    return new Uint8Array(await response.arrayBuffer());
+  }
+
+  private async itemBody(item: BatchItem, signal?: AbortSignal) {
+    return {
+      image: await imageToBase64(item.image, this.fetchImpl, signal),
+      prompt: item.prompt,
+      ...(item.negativePrompt !== undefined ? { negative_prompt: item.negativePrompt } : {}),
+      ...(item.format !== undefined ? { format: item.format } : {}),
+      ...(item.quality !== undefined ? { quality: item.quality } : {}),
+      ...(item.mask !== undefined ? { mask: await imageToBase64(item.mask, this.fetchImpl, signal) } : {}),
+      ...(item.detect !== undefined ? { detect: item.detect } : {}),
+      ...(item.webhookUrl !== undefined ? { webhook_url: item.webhookUrl } : {}),
+    };
+  }
+}
