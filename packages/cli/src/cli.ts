@@ -1,7 +1,8 @@
 import { parseArgs } from "node:util";
-import { ApiError, NetworkError } from "./api-client";
+import { AbortedError, ApiError, LocalError, NetworkError, TimeoutError } from "@retouch/sdk";
 import { type CommandContext, loadContext, UsageError } from "./command-context";
 import { login, logout, resendVerification, signup } from "./commands/account.commands";
+import { edit, JobFailedError, result, status } from "./commands/jobs.commands";
 import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.commands";
 import { configPath } from "./config-store";
 import { Output } from "./output";
@@ -9,12 +10,26 @@ import { Output } from "./output";
 const VERSION = "0.1.0";
 
 /** Exit codes scripts can rely on. */
-export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, limits: 4, network: 5 } as const;
+export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, limits: 4, network: 5, jobFailed: 6 } as const;
+
+const EDIT_OPTIONS = `Edit options:
+  -o, --output <p>  where to save: a file for one image, a folder for several
+                    (default: next to each input, as <name>.retouched.<ext>)
+  --format <f>      jpeg, png or webp (background removal always gives png)
+  --quality <n>     1 to 100, for jpeg and webp
+  --mask <png>      white marks the area to edit
+  --detect <terms>  what to remove, e.g. "person . red car"
+  --webhook <url>   also POST the outcome to this public https URL
+  --no-wait         submit and print the job id without waiting
+  --timeout <t>     give up waiting after this long (default 10m)
+  --batch-size <n>  images per batch, at most your plan's concurrency (default 3)`;
 
 interface Command {
   words: string[];
   usage: string;
   summary: string;
+  /** More for `retouch <command> --help`. */
+  details?: string;
   run(ctx: CommandContext): Promise<void>;
 }
 
@@ -41,6 +56,15 @@ const COMMANDS: Command[] = [
     run: createKey,
   },
   { words: ["keys", "revoke"], usage: "keys revoke <key_id>", summary: "revoke an API key", run: revokeKey },
+  {
+    words: ["edit"],
+    usage: 'edit <image|folder|glob>... "<prompt>" [options]',
+    summary: "edit images and save the results (several images run as batches)",
+    details: EDIT_OPTIONS,
+    run: edit,
+  },
+  { words: ["status"], usage: "status <job_id|batch_id>", summary: "show a job's (or a batch's) status", run: status },
+  { words: ["result"], usage: "result <job_id> [-o file]", summary: "print a job's result link, or save the image", run: result },
   { words: ["secret"], usage: "secret", summary: "print your webhook signing secret", run: webhookSecret },
 ];
 
@@ -64,7 +88,7 @@ Passwords are read from a hidden prompt, from stdin when piped, or from RETOUCH_
 Credentials are kept in ${configPath(process.env)} (mode 0600); RETOUCH_API_KEY overrides them.
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 authentication or verification needed,
-4 out of credits or rate limited, 5 server unreachable.
+4 out of credits or rate limited, 5 server unreachable, 6 an edit failed (refunded).
 `;
 }
 
@@ -76,6 +100,8 @@ function explain(error: ApiError, ctx: CommandContext | undefined): string {
       return "not signed in or the credential was revoked: run `retouch login --email <you@example.com>`";
     case "invalid_credentials":
       return "wrong email or password";
+    case "insufficient_credits":
+      return `${error.message} (ask the operator for credits, e.g. \`pnpm retouch admin grant-credits\`)`;
     case "rate_limited":
     case "too_many_in_flight":
       return `${error.message}${error.retryAfterSeconds ? ` (retry in ${error.retryAfterSeconds} s)` : ""}`;
@@ -106,6 +132,15 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<numbe
         name: { type: "string" },
         key: { type: "string" },
         use: { type: "boolean" },
+        output: { type: "string", short: "o" },
+        format: { type: "string" },
+        quality: { type: "string" },
+        mask: { type: "string" },
+        detect: { type: "string" },
+        webhook: { type: "string" },
+        "no-wait": { type: "boolean" },
+        timeout: { type: "string" },
+        "batch-size": { type: "string" },
       },
     });
   } catch (error) {
@@ -120,8 +155,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<numbe
   }
   const command = COMMANDS.find((candidate) => candidate.words.every((word, index) => positionals[index] === word));
   if (values.help || !command) {
-    if (values.help && command) process.stdout.write(`Usage: retouch ${command.usage}\n\n${command.summary}\n`);
-    else process.stdout.write(help());
+    if (values.help && command) {
+      process.stdout.write(
+        `Usage: retouch ${command.usage}\n\n${command.summary}\n${command.details ? `\n${command.details}\n` : ""}`,
+      );
+    } else process.stdout.write(help());
     return values.help || positionals.length === 0 ? EXIT.ok : EXIT.usage;
   }
 
@@ -146,12 +184,20 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<numbe
       out.error(explain(error, ctx), { code: error.code, status: error.status, message: error.message });
       return exitCodeFor(error);
     }
+    if (error instanceof JobFailedError) {
+      out.error(error.message, { code: "job_failed", message: error.message });
+      return EXIT.jobFailed;
+    }
     if (error instanceof NetworkError) {
       out.error(`${error.message} (is the server running? set --base-url or RETOUCH_BASE_URL)`, {
         code: "network",
         message: error.message,
       });
       return EXIT.network;
+    }
+    if (error instanceof TimeoutError || error instanceof AbortedError || error instanceof LocalError) {
+      out.error(error.message, { code: error.name, message: error.message });
+      return EXIT.failure;
     }
     out.error((error as Error).message ?? String(error));
     return EXIT.failure;

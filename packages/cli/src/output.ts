@@ -11,9 +11,21 @@ export class Output {
     return this.options.json;
   }
 
+  get quiet(): boolean {
+    return this.options.quiet;
+  }
+
+  /** A person is watching a terminal: draw progress. */
+  get interactive(): boolean {
+    return !this.options.json && !this.options.quiet && process.stderr.isTTY === true;
+  }
+
   result(data: unknown, human: () => string): void {
     if (this.options.json) process.stdout.write(`${JSON.stringify(data, null, 2)}\n`);
-    else if (!this.options.quiet) process.stdout.write(`${human()}\n`);
+    else if (!this.options.quiet) {
+      const text = human();
+      if (text) process.stdout.write(`${text}\n`);
+    }
   }
 
   info(message: string): void {

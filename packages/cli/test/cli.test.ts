@@ -1,11 +1,13 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueEmail, verifyEmail } from "../../../test/support/accounts";
+import { productPhoto } from "../../../test/support/images";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 const execFileAsync = promisify(execFile);
@@ -32,8 +34,10 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 beforeAll(async () => {
+  // The binary imports the SDK package as published: build both.
+  await execFileAsync("pnpm", ["build"], { cwd: path.join(packageDir, "../sdk") });
   await execFileAsync("pnpm", ["build"], { cwd: packageDir });
-  app = await startTestApp();
+  app = await startTestApp({ RETOUCH_DEFAULT_PLAN: "pro", RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
   home = await mkdtemp(path.join(os.tmpdir(), "retouch-cli-"));
   configFile = path.join(home, "config", "retouch.json");
 }, 120_000);
@@ -59,8 +63,16 @@ describe("the retouch binary", () => {
     expect(result.stderr).toContain(`verify your email first: open the link we sent to ${email}`);
   });
 
-  it("creates a key, keeps it with --use, lists and revokes", async () => {
+  it("asks for an API key before editing with only a session (exit 2)", async () => {
     await verifyEmail(app.url, app.outboxDir, email);
+    const photo = path.join(home, "session-only.png");
+    await writeFile(photo, await productPhoto());
+    const result = await cli(["edit", photo, "remove the background"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("retouch keys create <name> --use");
+  });
+
+  it("creates a key, keeps it with --use, lists and revokes", async () => {
     const created = await cli(["keys", "create", "laptop", "--use", "--json"]);
     expect(created.code, created.stderr).toBe(0);
     const key = JSON.parse(created.stdout);
@@ -104,5 +116,118 @@ describe("the retouch binary", () => {
     const help = await cli(["keys", "create", "--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain("Usage: retouch keys create <name> [--use]");
+  });
+});
+
+describe("editing", () => {
+  let photos: string;
+  beforeAll(async () => {
+    const login = await cli(["login", "--email", email], { RETOUCH_PASSWORD: password });
+    expect(login.code).toBe(0);
+    expect((await cli(["keys", "create", "editing", "--use"])).code).toBe(0);
+    photos = path.join(home, "photos");
+    await mkdir(photos, { recursive: true });
+    for (const name of ["a.png", "b.jpg", "c.webp"]) {
+      const format = name.endsWith("jpg") ? "jpeg" : name.endsWith("webp") ? "webp" : "png";
+      await writeFile(path.join(photos, name), await productPhoto({ format }));
+    }
+    await writeFile(path.join(photos, "notes.txt"), "not an image");
+  });
+
+  it("edits one image and saves it where -o says", async () => {
+    const out = path.join(home, "cutout.png");
+    const result = await cli(["edit", path.join(photos, "a.png"), "remove the background", "-o", out]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^Saved .*cutout\.png \(png, 320x240\) in [\d.]+s; \d+ credits left\.$/m);
+    // Not a terminal: no spinner frames in the output.
+    expect(result.stderr).not.toMatch(/[⠋⠙⠹]/);
+    expect(await sharp(out).metadata()).toMatchObject({ format: "png", hasAlpha: true, width: 320 });
+  });
+
+  it("prints JSON for scripts, with every option passed through", async () => {
+    const copy = path.join(home, "b.jpg");
+    await writeFile(copy, await readFile(path.join(photos, "b.jpg")));
+    const result = await cli(["edit", copy, "make it black and white", "--format", "webp", "--quality", "70", "--json"]);
+    expect(result.code, result.stderr).toBe(0);
+    const body = JSON.parse(result.stdout);
+    // Saved next to the input by default.
+    expect(body).toMatchObject({
+      job_id: expect.stringMatching(/^job_/),
+      format: "webp",
+      output: path.join(home, "b.retouched.webp"),
+    });
+    expect((await sharp(body.output).metadata()).format).toBe("webp");
+  });
+
+  it("edits a folder as batches, skipping what is not an image", async () => {
+    const out = path.join(home, "batch-out");
+    const result = await cli(["edit", photos, "make it sepia", "-o", out, "--batch-size", "2"]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout, (await readdir(photos)).join(",")).toMatch(/^3 of 3 images edited in/m);
+    expect(result.stderr).toMatch(/✓ .*a\.png → /);
+    expect((await readdir(out)).sort()).toEqual(["a.retouched.jpg", "b.retouched.jpg", "c.retouched.jpg"]);
+  });
+
+  it("takes a glob", async () => {
+    const result = await cli([
+      "edit",
+      path.join(photos, "*.png"),
+      "rotate 90 degrees",
+      "--json",
+      "-o",
+      path.join(home, "glob-out.png"),
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(await sharp(path.join(home, "glob-out.png")).metadata()).toMatchObject({ width: 240, height: 320 });
+  });
+
+  it("exits 6 when an edit fails, saying it was refunded", async () => {
+    const result = await cli(["edit", path.join(photos, "a.png"), "remove the giraffe"]);
+    expect(result.code).toBe(6);
+    expect(result.stderr).toMatch(/failed .*refunded/);
+  });
+
+  it("submits without waiting, then follows with status and result", async () => {
+    const submitted = await cli(["edit", path.join(photos, "a.png"), "make it brighter", "--no-wait", "--json"]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const jobId = JSON.parse(submitted.stdout).job_id as string;
+    let status = "pending";
+    for (let i = 0; i < 100 && status === "pending"; i++) {
+      status = JSON.parse((await cli(["status", jobId, "--json"])).stdout).status;
+      if (status === "pending") await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(status).toBe("done");
+    const human = await cli(["status", jobId]);
+    expect(human.stdout).toContain(`${jobId} is done: jpeg, 320x240`);
+    const link = await cli(["result", jobId]);
+    expect(link.stdout).toMatch(/\/files\/results\//);
+    const out = path.join(home, "brighter.jpg");
+    expect((await cli(["result", jobId, "-o", out])).code).toBe(0);
+    expect((await sharp(out).metadata()).format).toBe("jpeg");
+  });
+
+  it("explains bad options (exit 2) and every command has --help", async () => {
+    const bad = await cli(["edit", path.join(photos, "a.png"), "x", "--quality", "500"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("--quality must be a whole number from 1 to 100");
+    const missing = await cli(["edit", path.join(home, "nope.png"), "x"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("no file or folder at");
+    for (const command of [
+      ["signup"],
+      ["login"],
+      ["logout"],
+      ["keys", "list"],
+      ["keys", "create"],
+      ["keys", "revoke"],
+      ["edit"],
+      ["status"],
+      ["result"],
+      ["secret"],
+    ]) {
+      const help = await cli([...command, "--help"]);
+      expect(help.code, command.join(" ")).toBe(0);
+      expect(help.stdout, command.join(" ")).toContain(`Usage: retouch ${command.join(" ")}`);
+    }
   });
 });

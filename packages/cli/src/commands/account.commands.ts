@@ -1,23 +1,10 @@
-import { ApiClient } from "../api-client";
-import { type CommandContext, saveConfig, stringFlag, UsageError } from "../command-context";
+import { anonymousClient, type CommandContext, saveConfig, stringFlag, UsageError } from "../command-context";
 import { promptSecret } from "../prompt";
-
-interface SessionBody {
-  token: string;
-  user: { id: string; email: string; name: string };
-}
 
 async function readPassword(ctx: CommandContext): Promise<string> {
   const password = ctx.env.RETOUCH_PASSWORD ?? (await promptSecret("Password: "));
   if (!password) throw new UsageError("a password is needed (type it at the prompt, pipe it on stdin, or set RETOUCH_PASSWORD)");
   return password;
-}
-
-function cookieFrom(headers: Headers): string | undefined {
-  return headers
-    .getSetCookie()
-    .find((cookie) => cookie.includes(".session_token="))
-    ?.split(";")[0];
 }
 
 function requireEmail(ctx: CommandContext): string {
@@ -29,17 +16,12 @@ function requireEmail(ctx: CommandContext): string {
 export async function signup(ctx: CommandContext): Promise<void> {
   const email = requireEmail(ctx);
   const name = stringFlag(ctx, "name") ?? email.split("@")[0] ?? email;
-  const password = await readPassword(ctx);
-  const { body, headers } = await new ApiClient(ctx.baseUrl).call<SessionBody>("POST", "/auth/sign-up/email", {
-    email,
-    password,
-    name,
-  });
-  await saveConfig(ctx, { email: body.user.email, sessionCookie: cookieFrom(headers), apiKey: undefined });
-  ctx.out.result(body.user, () =>
+  const session = await anonymousClient(ctx).signUp({ email, password: await readPassword(ctx), name });
+  await saveConfig(ctx, { email: session.user.email, sessionCookie: session.cookie, apiKey: undefined });
+  ctx.out.result(session.user, () =>
     [
-      `Account created for ${body.user.email}; you are signed in.`,
-      `We sent a verification link to ${body.user.email}. Open it, then create a key:`,
+      `Account created for ${session.user.email}; you are signed in.`,
+      `We sent a verification link to ${session.user.email}. Open it, then create a key:`,
       "  retouch keys create my-laptop --use",
     ].join("\n"),
   );
@@ -48,20 +30,17 @@ export async function signup(ctx: CommandContext): Promise<void> {
 export async function login(ctx: CommandContext): Promise<void> {
   const key = stringFlag(ctx, "key");
   if (key) {
+    const { Retouch } = await import("@retouch/sdk");
     // Check the key before keeping it.
-    await new ApiClient(ctx.baseUrl, { apiKey: key }).call("GET", "/api/keys");
+    await new Retouch({ baseUrl: ctx.baseUrl, apiKey: key }).listKeys();
     await saveConfig(ctx, { apiKey: key });
     ctx.out.result({ ok: true, credential: "api_key" }, () => `Saved the API key for ${ctx.baseUrl}.`);
     return;
   }
   const email = requireEmail(ctx);
-  const password = await readPassword(ctx);
-  const { body, headers } = await new ApiClient(ctx.baseUrl).call<SessionBody>("POST", "/auth/sign-in/email", {
-    email,
-    password,
-  });
-  await saveConfig(ctx, { email: body.user.email, sessionCookie: cookieFrom(headers), apiKey: undefined });
-  ctx.out.result(body.user, () => `Signed in as ${body.user.email} on ${ctx.baseUrl}.`);
+  const session = await anonymousClient(ctx).signIn({ email, password: await readPassword(ctx) });
+  await saveConfig(ctx, { email: session.user.email, sessionCookie: session.cookie, apiKey: undefined });
+  ctx.out.result(session.user, () => `Signed in as ${session.user.email} on ${ctx.baseUrl}.`);
 }
 
 export async function logout(ctx: CommandContext): Promise<void> {
@@ -72,6 +51,6 @@ export async function logout(ctx: CommandContext): Promise<void> {
 export async function resendVerification(ctx: CommandContext): Promise<void> {
   const email = stringFlag(ctx, "email") ?? ctx.args[0] ?? ctx.config.email;
   if (!email) throw new UsageError("missing --email <address>");
-  await new ApiClient(ctx.baseUrl).call("POST", "/auth/send-verification-email", { email });
+  await anonymousClient(ctx).resendVerification(email);
   ctx.out.result({ ok: true }, () => `If ${email} has an unverified account, a fresh link is on its way.`);
 }

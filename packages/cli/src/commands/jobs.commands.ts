@@ -1,0 +1,255 @@
+import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { EditOptions, OutputFormat, Retouch } from "@retouch/sdk";
+import { authedClient, type CommandContext, KEY_REQUIRED, requireArg, stringFlag, UsageError } from "../command-context";
+import { Progress } from "../progress";
+
+/** A job ended in error (its credit was refunded): exit code 6. */
+export class JobFailedError extends Error {}
+
+const IMAGE_EXTENSIONS = new Set([".jpg", ".jpeg", ".png", ".webp"]);
+const FORMATS: OutputFormat[] = ["jpeg", "png", "webp"];
+const POLL_MS = 2000;
+
+function parseDuration(text: string | undefined, fallbackMs: number): number {
+  if (!text) return fallbackMs;
+  const match = /^(\d+)(ms|s|m|h)?$/.exec(text);
+  if (!match) throw new UsageError(`--timeout must be like 90s, 10m or 1h (got ${text})`);
+  return Number(match[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? "s") as "ms" | "s" | "m" | "h"];
+}
+
+function editOptions(ctx: CommandContext): EditOptions {
+  const format = stringFlag(ctx, "format");
+  if (format !== undefined && !FORMATS.includes(format as OutputFormat))
+    throw new UsageError(`--format must be one of ${FORMATS.join(", ")}`);
+  const qualityText = stringFlag(ctx, "quality");
+  const quality = qualityText === undefined ? undefined : Number(qualityText);
+  if (quality !== undefined && (!Number.isInteger(quality) || quality < 1 || quality > 100))
+    throw new UsageError("--quality must be a whole number from 1 to 100");
+  const mask = stringFlag(ctx, "mask");
+  const detect = stringFlag(ctx, "detect");
+  const webhook = stringFlag(ctx, "webhook");
+  return {
+    ...(format ? { format: format as OutputFormat } : {}),
+    ...(quality !== undefined ? { quality } : {}),
+    ...(mask ? { mask } : {}),
+    ...(detect ? { detect } : {}),
+    ...(webhook ? { webhookUrl: webhook } : {}),
+  };
+}
+
+/** `*` and `?` in the last path segment, e.g. `photos/*.jpg`. */
+async function expandGlob(pattern: string): Promise<string[]> {
+  const dir = path.dirname(pattern);
+  const escaped = path.basename(pattern).replace(/[.+^${}()|[\]\\]/g, "\\$&");
+  const matcher = new RegExp(`^${escaped.replace(/\*/g, ".*").replace(/\?/g, ".")}$`);
+  const entries = await readdir(dir).catch(() => [] as string[]);
+  return entries.filter((entry) => matcher.test(entry)).map((entry) => path.join(dir, entry));
+}
+
+/** Files, folders (their images) and globs, in a stable order. */
+export async function resolveInputs(args: string[]): Promise<string[]> {
+  const files: string[] = [];
+  for (const arg of args) {
+    if (/[*?]/.test(arg)) {
+      files.push(...(await expandGlob(arg)).filter((file) => IMAGE_EXTENSIONS.has(path.extname(file).toLowerCase())));
+      continue;
+    }
+    const info = await stat(arg).catch(() => undefined);
+    if (!info) throw new UsageError(`no file or folder at ${arg}`);
+    if (info.isDirectory()) {
+      const entries = (await readdir(arg)).filter((entry) => IMAGE_EXTENSIONS.has(path.extname(entry).toLowerCase()));
+      files.push(...entries.sort().map((entry) => path.join(arg, entry)));
+    } else files.push(arg);
+  }
+  if (files.length === 0) throw new UsageError(`no JPEG, PNG or WebP images found in ${args.join(" ")}`);
+  return [...new Set(files)];
+}
+
+function outputPath(input: string, format: string, output: string | undefined, batch: boolean): string {
+  const name = `${path.basename(input, path.extname(input))}.retouched.${format === "jpeg" ? "jpg" : format}`;
+  if (output && batch) return path.join(output, name);
+  return output ?? path.join(path.dirname(input), name);
+}
+
+async function saveResult(client: Retouch, jobId: string, target: string) {
+  const result = await client.result(jobId);
+  if (!result) throw new Error(`job ${jobId} has no result yet`);
+  const bytes = await client.download(result.url);
+  await mkdir(path.dirname(path.resolve(target)), { recursive: true });
+  await writeFile(target, bytes);
+  return { ...result, output: target, bytes: bytes.byteLength };
+}
+
+export async function edit(ctx: CommandContext): Promise<void> {
+  if (ctx.args.length < 2) throw new UsageError('usage: retouch edit <image|folder|glob>... "<prompt>"');
+  const prompt = ctx.args[ctx.args.length - 1] as string;
+  const inputs = await resolveInputs(ctx.args.slice(0, -1));
+  const options = editOptions(ctx);
+  const client = authedClient(ctx, { keyRequired: KEY_REQUIRED });
+  const timeoutMs = parseDuration(stringFlag(ctx, "timeout"), 600_000);
+  const progress = new Progress(ctx.out.interactive);
+  try {
+    if (inputs.length === 1) await editOne(ctx, client, inputs[0] as string, prompt, options, timeoutMs, progress);
+    else await editMany(ctx, client, inputs, prompt, options, timeoutMs, progress);
+  } finally {
+    progress.stop();
+  }
+}
+
+async function editOne(
+  ctx: CommandContext,
+  client: Retouch,
+  input: string,
+  prompt: string,
+  options: EditOptions,
+  timeoutMs: number,
+  progress: Progress,
+) {
+  progress.update(`submitting ${input}`);
+  const submission = await client.submit(input, prompt, options);
+  if (ctx.flags["no-wait"]) {
+    progress.stop();
+    ctx.out.result(
+      submission,
+      () =>
+        `Submitted ${submission.job_id} (${submission.credits_remaining} credits left). Follow it with: retouch status ${submission.job_id}`,
+    );
+    return;
+  }
+  progress.update(`${submission.job_id} processing`);
+  const status = await client.waitForJob(submission.job_id, { intervalMs: POLL_MS, timeoutMs });
+  if (status.status === "error") {
+    progress.stop();
+    ctx.out.result({ job_id: submission.job_id, ...status }, () => "");
+    throw new JobFailedError(`the edit of ${input} failed (${status.error ?? "Processing failed"}); its credit was refunded`);
+  }
+  const saved = await saveResult(
+    client,
+    submission.job_id,
+    outputPath(input, status.format ?? "jpeg", stringFlag(ctx, "output"), false),
+  );
+  progress.stop();
+  ctx.out.result(
+    {
+      job_id: saved.job_id,
+      output: saved.output,
+      format: saved.format,
+      width: saved.width,
+      height: saved.height,
+      bytes: saved.bytes,
+      credits_remaining: saved.credits_remaining,
+      processing_time_ms: saved.processing_time_ms,
+    },
+    () =>
+      `Saved ${saved.output} (${saved.format}, ${saved.width}x${saved.height}) in ${progress.elapsed()}; ${saved.credits_remaining} credits left.`,
+  );
+}
+
+async function editMany(
+  ctx: CommandContext,
+  client: Retouch,
+  inputs: string[],
+  prompt: string,
+  options: EditOptions,
+  timeoutMs: number,
+  progress: Progress,
+) {
+  const batchSize = Number(stringFlag(ctx, "batch-size") ?? 3);
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 50)
+    throw new UsageError("--batch-size must be a whole number from 1 to 50");
+  const output = stringFlag(ctx, "output");
+  const results: Array<Record<string, unknown>> = [];
+  let failed = 0;
+  const deadline = Date.now() + timeoutMs;
+  // Batches no larger than the plan runs at once (default 3, the free plan's); the next starts when one ends.
+  for (let start = 0; start < inputs.length; start += batchSize) {
+    const chunk = inputs.slice(start, start + batchSize);
+    progress.update(`${progress.bar(results.length, inputs.length, failed)} submitting`);
+    const batch = await client.submitBatch(chunk.map((image) => ({ image, prompt, ...options })));
+    const pending = new Map(batch.jobs.map((job, index) => [job.job_id, chunk[index] as string]));
+    for (const [index, job] of batch.jobs.entries()) {
+      if (job.status === "error") {
+        failed++;
+        pending.delete(job.job_id);
+        results.push({ input: chunk[index], job_id: job.job_id, status: "error", error: job.error });
+        progress.log(`✗ ${chunk[index]}: ${job.error}`, !ctx.out.json && !ctx.out.quiet);
+      }
+    }
+    while (pending.size > 0) {
+      if (Date.now() > deadline)
+        throw new UsageError(`gave up waiting after ${timeoutMs} ms; follow the jobs with: retouch status <job_id>`);
+      progress.update(`${progress.bar(results.length, inputs.length, failed)} processing`);
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      const status = await client.batchStatus(batch.batch_id);
+      for (const job of status.jobs) {
+        const input = pending.get(job.job_id);
+        if (!input || job.status === "pending") continue;
+        pending.delete(job.job_id);
+        if (job.status === "error") {
+          failed++;
+          results.push({ input, job_id: job.job_id, status: "error", error: "Processing failed" });
+          progress.log(`✗ ${input}: the edit failed (refunded)`, !ctx.out.json && !ctx.out.quiet);
+          continue;
+        }
+        const jobStatus = await client.status(job.job_id);
+        const saved = await saveResult(client, job.job_id, outputPath(input, jobStatus.format ?? "jpeg", output, true));
+        results.push({
+          input,
+          job_id: job.job_id,
+          status: "done",
+          output: saved.output,
+          format: saved.format,
+          width: saved.width,
+          height: saved.height,
+        });
+        progress.log(`✓ ${input} → ${saved.output}`, !ctx.out.json && !ctx.out.quiet);
+      }
+    }
+  }
+  progress.stop();
+  ctx.out.result(
+    { results, done: results.length - failed, failed },
+    () =>
+      `${results.length - failed} of ${inputs.length} images edited in ${progress.elapsed()}${failed ? `; ${failed} failed (refunded)` : ""}.`,
+  );
+  if (failed > 0) throw new JobFailedError(`${failed} of ${inputs.length} edits failed; their credits were refunded`);
+}
+
+export async function status(ctx: CommandContext): Promise<void> {
+  const id = requireArg(ctx, 0, "job id (retouch status <job_...>)");
+  const client = authedClient(ctx, { keyRequired: KEY_REQUIRED });
+  if (id.startsWith("bat_")) {
+    const batch = await client.batchStatus(id);
+    ctx.out.result(batch, () => batch.jobs.map((job) => `${job.job_id}  ${job.status}`).join("\n"));
+    return;
+  }
+  const job = await client.status(id);
+  ctx.out.result({ job_id: id, ...job }, () =>
+    job.status === "pending"
+      ? `${id} is still processing.`
+      : job.status === "done"
+        ? `${id} is done: ${job.format}, ${job.width}x${job.height}, ${job.processing_time_ms} ms; ${job.credits_remaining} credits left. Download it with: retouch result ${id} -o <file>`
+        : `${id} failed (${job.error ?? "Processing failed"}); its credit was refunded.`,
+  );
+}
+
+export async function result(ctx: CommandContext): Promise<void> {
+  const id = requireArg(ctx, 0, "job id (retouch result <job_...>)");
+  const client = authedClient(ctx, { keyRequired: KEY_REQUIRED });
+  const output = stringFlag(ctx, "output");
+  const found = await client.result(id);
+  if (!found) {
+    ctx.out.result({ job_id: id, status: "pending" }, () => `${id} is still processing; try again in a few seconds.`);
+    return;
+  }
+  if (!output) {
+    ctx.out.result(found, () => `${found.url}\n(valid until ${found.expires_at})`);
+    return;
+  }
+  const saved = await saveResult(client, id, output);
+  ctx.out.result(
+    { job_id: id, output: saved.output, format: saved.format, width: saved.width, height: saved.height },
+    () => `Saved ${saved.output} (${saved.format}, ${saved.width}x${saved.height}).`,
+  );
+}
