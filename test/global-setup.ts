@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { createLogger, migrateToLatest, openDatabase } from "@retouch/core";
 import { startEmbeddedPostgres } from "@retouch/server";
 import pg from "pg";
@@ -16,7 +18,15 @@ declare module "vitest" {
   }
 }
 
+const execFileAsync = promisify(execFile);
+
 export default async function setup(project: TestProject) {
+  // The published packages are built once, before any test file: the CLI binary, the
+  // packed SDK and the examples use the builds, and two files building at once would race.
+  await execFileAsync("pnpm", ["--filter", "@retouch/sdk", "--filter", "@retouch/cli", "--sort", "run", "build"], {
+    cwd: path.resolve(import.meta.dirname, ".."),
+  });
+
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-test-pg-"));
   const postgres = await startEmbeddedPostgres({ dataDir, logger: createLogger("warn") });
   const adminUrl = postgres.url.replace(/\/retouch$/, "/postgres");

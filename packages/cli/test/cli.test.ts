@@ -34,9 +34,6 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 beforeAll(async () => {
-  // The binary imports the SDK package as published: build both.
-  await execFileAsync("pnpm", ["build"], { cwd: path.join(packageDir, "../sdk") });
-  await execFileAsync("pnpm", ["build"], { cwd: packageDir });
   app = await startTestApp({ RETOUCH_DEFAULT_PLAN: "pro", RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
   home = await mkdtemp(path.join(os.tmpdir(), "retouch-cli-"));
   configFile = path.join(home, "config", "retouch.json");

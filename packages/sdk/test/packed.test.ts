@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,7 +23,6 @@ let project: string;
 beforeAll(async () => {
   app = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
   project = await mkdtemp(path.join(os.tmpdir(), "retouch-sdk-consumer-"));
-  await execFileAsync("pnpm", ["build"], { cwd: sdkDir });
   await execFileAsync("pnpm", ["pack", "--pack-destination", project], { cwd: sdkDir });
   const tarball = (await readdir(project)).find((file) => file.endsWith(".tgz"));
   if (!tarball) throw new Error("pnpm pack wrote no tarball");
@@ -42,6 +41,14 @@ it("passes publint and are-the-types-wrong (ESM only)", async () => {
   expect(publint.stdout).toMatch(/All good/);
   await execFileAsync(bin("attw"), ["--pack", ".", "--profile", "esm-only", "--format", "ascii"], { cwd: sdkDir });
 }, 120_000);
+
+it("has no static Node imports, so browsers and edge runtimes can load it", async () => {
+  const bundle = await readFile(path.join(sdkDir, "dist/index.js"), "utf8");
+  expect(bundle).not.toMatch(/^import .* from ["']node:/m);
+  expect(bundle).not.toMatch(/\brequire\(/);
+  // The one Node-only path (reading a file) is a dynamic import behind a variable, invisible to bundlers.
+  expect(bundle).toMatch(/import\(\s*(?:\/\*.*?\*\/\s*)?specifier\s*\)/);
+});
 
 it("type-checks in a strict project without skipLibCheck: its declarations need no server code", async () => {
   await writeFile(
