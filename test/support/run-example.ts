@@ -1,6 +1,10 @@
 import { execFile } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { productPhoto } from "./images";
+import { startTestApp, type TestApp } from "./test-app";
 
 export const examplesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../examples");
 
@@ -25,4 +29,23 @@ export function runExample(
     );
     if (onStdout) child.stdout?.on("data", (chunk: Buffer) => onStdout(chunk.toString()));
   });
+}
+
+/** A live Retouch and a scratch folder holding `photo.png`, for one example's test file. */
+export async function exampleFixture(
+  name: string,
+): Promise<{ app: TestApp; scratch: string; photo: string; close(): Promise<void> }> {
+  const app = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
+  const scratch = await mkdtemp(path.join(os.tmpdir(), `retouch-example-${name}-`));
+  const photo = path.join(scratch, "photo.png");
+  await writeFile(photo, await productPhoto());
+  return {
+    app,
+    scratch,
+    photo,
+    async close() {
+      await app.close();
+      await rm(scratch, { recursive: true, force: true });
+    },
+  };
 }

@@ -1,24 +1,18 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { keyedAccount, uniqueEmail, verifyEmail } from "../../../test/support/accounts";
-import { productPhoto } from "../../../test/support/images";
-import { runExample } from "../../../test/support/run-example";
-import { startTestApp, type TestApp } from "../../../test/support/test-app";
+import { exampleFixture, runExample } from "../../../test/support/run-example";
+import type { TestApp } from "../../../test/support/test-app";
 
 let app: TestApp;
 let scratch: string;
+let photo: string;
+let close: () => Promise<void>;
 beforeAll(async () => {
-  app = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
-  scratch = await mkdtemp(path.join(os.tmpdir(), "retouch-example-curl-"));
-  await writeFile(path.join(scratch, "photo.png"), await productPhoto());
+  ({ app, scratch, photo, close } = await exampleFixture("curl"));
 });
-afterAll(async () => {
-  await app.close();
-  await rm(scratch, { recursive: true, force: true });
-});
+afterAll(() => close());
 
 it("runs the whole REST flow: sign up, wait for verification, key, edit, download", { timeout: 90_000 }, async () => {
   const email = uniqueEmail("curl");
@@ -27,7 +21,7 @@ it("runs the whole REST flow: sign up, wait for verification, key, edit, downloa
   const run = await runExample(
     "curl",
     "bash",
-    ["flow.sh", path.join(scratch, "photo.png"), "remove the background", out],
+    ["flow.sh", photo, "remove the background", out],
     { RETOUCH_BASE_URL: app.url, RETOUCH_EMAIL: email, RETOUCH_PASSWORD: "curl password 1" },
     (chunk) => {
       // The person opening the emailed link, while the script waits for it.
@@ -45,19 +39,14 @@ it("runs the whole REST flow: sign up, wait for verification, key, edit, downloa
 
 it("skips the account steps with RETOUCH_API_KEY, and stops on a failed job", async () => {
   const { key } = await keyedAccount(app);
-  const ok = await runExample(
-    "curl",
-    "bash",
-    ["flow.sh", path.join(scratch, "photo.png"), "make it black and white", path.join(scratch, "bw")],
-    {
-      RETOUCH_BASE_URL: app.url,
-      RETOUCH_API_KEY: key,
-    },
-  );
+  const ok = await runExample("curl", "bash", ["flow.sh", photo, "make it black and white", path.join(scratch, "bw")], {
+    RETOUCH_BASE_URL: app.url,
+    RETOUCH_API_KEY: key,
+  });
   expect(ok.code, ok.stderr).toBe(0);
   expect(ok.stdout).not.toContain("Signing up");
   expect(ok.stdout).toMatch(/Saved .*bw\.jpeg \(jpeg, 320x240\)/);
-  const failed = await runExample("curl", "bash", ["flow.sh", path.join(scratch, "photo.png"), "remove the giraffe"], {
+  const failed = await runExample("curl", "bash", ["flow.sh", photo, "remove the giraffe"], {
     RETOUCH_BASE_URL: app.url,
     RETOUCH_API_KEY: key,
   });

@@ -1,13 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { keyedAccount } from "../../../test/support/accounts";
-import { productPhoto } from "../../../test/support/images";
-import { runExample } from "../../../test/support/run-example";
-import { startTestApp, type TestApp } from "../../../test/support/test-app";
+import { exampleFixture, runExample } from "../../../test/support/run-example";
+import type { TestApp } from "../../../test/support/test-app";
 
 function hasPython(): boolean {
   try {
@@ -20,20 +17,17 @@ function hasPython(): boolean {
 
 let app: TestApp;
 let scratch: string;
+let photo: string;
+let close: () => Promise<void>;
 beforeAll(async () => {
-  app = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
-  scratch = await mkdtemp(path.join(os.tmpdir(), "retouch-example-python-"));
-  await writeFile(path.join(scratch, "photo.png"), await productPhoto());
+  ({ app, scratch, photo, close } = await exampleFixture("python"));
 });
-afterAll(async () => {
-  await app.close();
-  await rm(scratch, { recursive: true, force: true });
-});
+afterAll(() => close());
 
 it.skipIf(!hasPython())("edits a picture with the standard library", async () => {
   const { key } = await keyedAccount(app);
   const out = path.join(scratch, "cutout");
-  const run = await runExample("python", "python3", ["edit.py", path.join(scratch, "photo.png"), "remove the background", out], {
+  const run = await runExample("python", "python3", ["edit.py", photo, "remove the background", out], {
     RETOUCH_BASE_URL: app.url,
     RETOUCH_API_KEY: key,
   });
@@ -42,7 +36,7 @@ it.skipIf(!hasPython())("edits a picture with the standard library", async () =>
   expect(run.stdout).toMatch(/saved .*cutout\.png: png 320x240/);
   expect(await sharp(`${out}.png`).metadata()).toMatchObject({ format: "png", hasAlpha: true });
 
-  const refused = await runExample("python", "python3", ["edit.py", path.join(scratch, "photo.png"), "x"], {
+  const refused = await runExample("python", "python3", ["edit.py", photo, "x"], {
     RETOUCH_BASE_URL: app.url,
     RETOUCH_API_KEY: "pk_wrong",
   });
