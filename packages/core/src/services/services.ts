@@ -85,6 +85,7 @@ export function createServices(deps: ServiceDependencies) {
     logger,
     stores,
     blobs,
+    queue: deps.queue,
     auth,
     profiles,
     submissions: new SubmissionsService({
