@@ -1,10 +1,10 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { newId } from "@retouch/core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
 import { base64, productPhoto } from "../../../test/support/images";
+import { insertPendingJob } from "../../../test/support/jobs";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /** The MCP endpoint through the SDK's own client over real HTTP. */
@@ -98,31 +98,7 @@ describe("the tools", () => {
   it("get_job_result answers status pending while the job runs", async () => {
     const client = await connect(account.key);
     // A pending job that no worker will take (it is never enqueued).
-    const jobId = newId("job");
-    await app.services.stores.jobs.submission((tx) =>
-      tx.insertJobs([
-        {
-          id: jobId,
-          userId: account.userId,
-          batchId: null,
-          batchIndex: null,
-          status: "pending",
-          workflow: "generative_edit",
-          prompt: "make it sepia",
-          negativePrompt: null,
-          detect: null,
-          outputFormat: "jpeg",
-          quality: null,
-          webhookUrl: null,
-          inputBlob: null,
-          maskBlob: null,
-          inputWidth: 320,
-          inputHeight: 240,
-          rejection: null,
-          creditsRemaining: null,
-        },
-      ]),
-    );
+    const jobId = await insertPendingJob(app.services, account.userId);
     const result = await call(client, "get_job_result", { job_id: jobId });
     expect(result.isError).toBeFalsy();
     expect(result.structuredContent).toEqual({ job_id: jobId, status: "pending" });
