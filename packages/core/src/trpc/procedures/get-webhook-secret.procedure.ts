@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { webhookSecretOutput } from "../../schemas/api-keys.schemas";
+import { webhookSecretOutput } from "../../schemas/webhooks.schemas";
 import { apiKeyProcedure } from "../trpc";
 
 export const getWebhookSecret = apiKeyProcedure

@@ -1,4 +1,4 @@
-import { deliveriesInput, deliveriesOutput } from "../../schemas/api-keys.schemas";
+import { deliveriesInput, deliveriesOutput } from "../../schemas/webhooks.schemas";
 import { accountProcedure } from "../trpc";
 
 export const listWebhookDeliveries = accountProcedure
