@@ -63,7 +63,7 @@ export { ImageProcessor, MAX_ATTEMPTS } from "./processing/image-processor";
 export { JobQueue } from "./processing/job-queue";
 export { runMaintenance } from "./processing/maintenance";
 export { MAX_BATCH_SIZE, MAX_PROMPT_CHARS, processItemSchema } from "./schemas/process.schemas";
-export type { Principal, RequestInfo } from "./services/principal";
+export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
 export { createAdminService, createServices, type ServiceDependencies, type Services } from "./services/services";
 export { type Context, createContext } from "./trpc/context";
 export { isClientError, toRetouchError } from "./trpc/errors";

@@ -15,3 +15,8 @@ export interface RequestInfo {
   /** The client's address, already resolved through trusted proxies. */
   ip: string;
 }
+
+/** The token of an `Authorization: Bearer <token>` header, if that is what it holds. */
+export function bearerToken(authorization: string | null | undefined): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
+}

@@ -3,7 +3,7 @@ import type { OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import type { ErrorCode } from "../errors/error-codes";
 import { RetouchError } from "../errors/retouch-error";
-import type { Principal } from "../services/principal";
+import { bearerToken, type Principal } from "../services/principal";
 import type { Context } from "./context";
 import { toRetouchError, trpcCodeFor } from "./errors";
 
@@ -61,13 +61,8 @@ const domainErrors = t.middleware(async ({ next }) => {
   return result;
 });
 
-function bearerToken(headers: Headers): string | undefined {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "");
-  return match?.[1];
-}
-
 async function principalFromKey(ctx: Context): Promise<Principal | undefined> {
-  const token = bearerToken(ctx.request.headers);
+  const token = bearerToken(ctx.request.headers.get("authorization"));
   return token ? ctx.services.apiKeys.authenticate(token) : undefined;
 }
 
@@ -79,7 +74,7 @@ const requireApiKey = t.middleware(async ({ ctx, next }) => {
 
 const requireKeyOrSession = t.middleware(async ({ ctx, next }) => {
   // A bearer header that is present but wrong is refused, not silently ignored in favour of a cookie.
-  const principal = bearerToken(ctx.request.headers)
+  const principal = bearerToken(ctx.request.headers.get("authorization"))
     ? await principalFromKey(ctx)
     : await ctx.services.accounts.sessionPrincipal(ctx.request.headers);
   if (!principal) throw new RetouchError("unauthorized");

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { type Context, isClientError, type RetouchError, type Services } from "@retouch/core";
+import { bearerToken, type Context, isClientError, type RetouchError, type Services } from "@retouch/core";
 import { readJsonBody } from "../http/body";
 import { createHttpContext } from "../http/request-context";
 import { sendJson } from "../http/responses";
@@ -15,10 +15,6 @@ const INSTRUCTIONS = `Retouch edits images from plain-language instructions.
 2. get_job_status every 2-5 seconds until status is "done" or "error".
 3. get_job_result: a signed https url to download the image (valid 1 hour) and its metadata.
 Errors come back as tool errors whose text is JSON {"code", "message"}; "email_unverified" means the account owner must verify their email first, "insufficient_credits" that the balance is empty, "rate_limited" and "too_many_in_flight" that you should wait before retrying.`;
-
-function bearer(req: IncomingMessage): string | undefined {
-  return /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? "")?.[1];
-}
 
 function toolError(error: RetouchError) {
   const body: Record<string, unknown> = { ...error.toBody() };
@@ -67,7 +63,7 @@ export function createMcpHandler(services: Services) {
   }
 
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const key = bearer(req);
+    const key = bearerToken(req.headers.authorization);
     if (!key || !(await services.apiKeys.authenticate(key))) {
       sendJson(
         res,
