@@ -1,9 +1,14 @@
+import { execFile } from "node:child_process";
+import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import sharp from "sharp";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { keyedAccount, uniqueEmail, verifyEmail } from "../../../test/support/accounts";
-import { exampleFixture, runExample } from "../../../test/support/run-example";
+import { exampleFixture, examplesDir, runExample } from "../../../test/support/run-example";
 import type { TestApp } from "../../../test/support/test-app";
+
+const astronautPhoto = fileURLToPath(new URL("../../../packages/core/test/engine/fixtures/astronaut.jpg", import.meta.url));
 
 let app: TestApp;
 let scratch: string;
@@ -52,4 +57,32 @@ it("skips the account steps with RETOUCH_API_KEY, and stops on a failed job", as
   });
   expect(failed.code).toBe(1);
   expect(failed.stderr).toContain("the job failed (its credit was refunded)");
+});
+
+it("the README's curl walk-through (steps 5-6) edits a real photo", { timeout: 90_000 }, async () => {
+  // The block of the README that starts at `KEY=pk_...`, run as written, with the key and base URL filled in.
+  const readme = await readFile(path.join(examplesDir, "..", "README.md"), "utf8");
+  const block = readme.split("```sh\n").find((candidate) => candidate.startsWith("KEY=pk_"));
+  expect(block, "the README has the block of steps 5 and 6").toBeDefined();
+  const script = (block as string).split("\n```")[0]?.replace(/^KEY=pk_.*$/m, "") ?? "";
+  // A real photograph, large enough (≈0.5 MB of base64) that an argument list would overflow.
+  const real = path.join(scratch, "photo.jpg");
+  await sharp(astronautPhoto).resize(1600, 1600).jpeg({ quality: 95 }).toFile(real);
+  expect((await stat(real)).size * 4 > 3 * 200_000).toBe(true);
+  const { key } = await keyedAccount(app);
+  const run = await new Promise<{ code: number; output: string }>((resolve) => {
+    execFile(
+      "bash",
+      ["-euo", "pipefail", "-c", script],
+      { cwd: scratch, env: { PATH: process.env.PATH ?? "", BASE: app.url, KEY: key }, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error ? 1 : 0, output: stdout + stderr }),
+    );
+  });
+  expect(run.code, run.output).toBe(0);
+  expect(await sharp(path.join(scratch, "result.png")).metadata()).toMatchObject({
+    format: "png",
+    hasAlpha: true,
+    width: 1600,
+    height: 1600,
+  });
 });

@@ -6,8 +6,17 @@ export const MAX_PROMPT_CHARS = 2000;
 export const MAX_BATCH_SIZE = 50;
 
 const term = "[\\p{L}\\p{N}](?:[\\p{L}\\p{N}' -]*[\\p{L}\\p{N}])?";
-/** `person . red car . dog`: terms separated by a period with a space on each side. */
+/** `person . red car . dog`: terms of letters and digits (any script) separated by a period with a space on each side. */
 export const DETECT_PATTERN = new RegExp(`^${term}(?: \\. ${term}){0,19}$`, "u");
+/**
+ * The same shape without Unicode property escapes, which many validators
+ * (Python's `re`, hence openapi-spec-validator) reject: a term is anything
+ * without a period that neither starts nor ends with a space. It is what the
+ * published schemas show; DETECT_PATTERN, stricter, is what is enforced.
+ */
+const portableTerm = "[^\\s.](?:[^.]*[^\\s.])?";
+export const PORTABLE_DETECT_PATTERN = new RegExp(`^${portableTerm}(?: \\. ${portableTerm}){0,19}$`);
+const DETECT_ERROR = 'must be terms separated by " . " (for example "person . red car")';
 
 const idPattern = (prefix: string) => new RegExp(`^${prefix}_[0-9a-z]{26}$`);
 export const jobIdSchema = z.string().regex(idPattern("job"), { error: "must be a job id (job_...)" });
@@ -38,7 +47,8 @@ export const processItemSchema = z.object({
   mask: z.string().min(1).optional().describe("Base64-encoded PNG; white marks the area to edit; resized to the image"),
   detect: z
     .string()
-    .regex(DETECT_PATTERN, { error: 'must be terms separated by " . " (for example "person . red car")' })
+    .regex(PORTABLE_DETECT_PATTERN, { error: DETECT_ERROR })
+    .refine((value) => DETECT_PATTERN.test(value), { error: DETECT_ERROR })
     .optional()
     .describe('What to remove, as terms separated by " . "; routes to object removal'),
   webhook_url: z.string().max(2048).optional().describe("Public https: URL for the settlement callback"),
