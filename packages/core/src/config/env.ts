@@ -71,6 +71,8 @@ const envSchema = z.object({
   RETOUCH_DEFAULT_PLAN: z.enum(PLAN_NAMES).default("free"),
   RETOUCH_SIGNUP_CREDITS: z.coerce.number().int().min(0).max(1_000_000).default(10),
   RETOUCH_SIGNUP_RATE_LIMIT: rateLimit.default({ count: 20, windowMs: 3_600_000 }),
+  RETOUCH_SIGNIN_FAILURES_PER_ADDRESS: rateLimit.default({ count: 10, windowMs: 900_000 }),
+  RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT: rateLimit.default({ count: 50, windowMs: 900_000 }),
   RETOUCH_TRUST_PROXY: booleanFlag,
   RETOUCH_WEBHOOK_ALLOW_INSECURE: booleanFlag,
   RETOUCH_WEBHOOK_RETRY_DELAYS: durationList.default([30_000, 120_000, 600_000, 3_600_000]),
@@ -116,6 +118,10 @@ export interface Config {
   defaultPlan: (typeof PLAN_NAMES)[number];
   signupCredits: number;
   signupRateLimit: { count: number; windowMs: number };
+  /** Failed sign-ins allowed from one address (any accounts) per window; then 429 until the window slides. */
+  signInFailuresPerAddress: { count: number; windowMs: number };
+  /** Failed sign-ins allowed on one account (any addresses) per window; above the per-address one, so one address cannot lock the owner out. */
+  signInFailuresPerAccount: { count: number; windowMs: number };
   trustProxy: boolean;
   webhookAllowInsecure: boolean;
   webhookRetryDelaysMs: number[];
@@ -185,6 +191,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     defaultPlan: e.RETOUCH_DEFAULT_PLAN,
     signupCredits: e.RETOUCH_SIGNUP_CREDITS,
     signupRateLimit: e.RETOUCH_SIGNUP_RATE_LIMIT,
+    signInFailuresPerAddress: e.RETOUCH_SIGNIN_FAILURES_PER_ADDRESS,
+    signInFailuresPerAccount: e.RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT,
     trustProxy: e.RETOUCH_TRUST_PROXY,
     webhookAllowInsecure: e.RETOUCH_WEBHOOK_ALLOW_INSECURE,
     webhookRetryDelaysMs: e.RETOUCH_WEBHOOK_RETRY_DELAYS,
