@@ -147,6 +147,44 @@ describe("credentials before the body", () => {
   });
 });
 
+describe("one key lookup per request", () => {
+  it("reuses the principal the edge resolved, on REST, /trpc and /mcp", async () => {
+    const apiKeys = app.services.apiKeys;
+    const original = apiKeys.authenticate;
+    let lookups = 0;
+    apiKeys.authenticate = (key: string) => {
+      lookups++;
+      return original.call(apiKeys, key);
+    };
+    try {
+      const requests = [
+        () => request(app.url, "GET", "/api/keys", { key: account.key }),
+        () =>
+          request(app.url, "GET", `/trpc/process.status?input=${encodeURIComponent('{"job_id":"job_x"}')}`, { key: account.key }),
+        () =>
+          request(app.url, "POST", "/mcp", {
+            key: account.key,
+            headers: mcpHeaders,
+            body: {
+              jsonrpc: "2.0",
+              id: 1,
+              method: "tools/call",
+              params: { name: "get_job_status", arguments: { job_id: "job_x" } },
+            },
+          }),
+      ];
+      for (const send of requests) {
+        lookups = 0;
+        const response = await send();
+        expect(response.status).toBeLessThan(500);
+        expect(lookups).toBe(1);
+      }
+    } finally {
+      apiKeys.authenticate = original;
+    }
+  });
+});
+
 describe("a chunked body over the limit", () => {
   const auth = () => ({ authorization: `Bearer ${account.key}` });
 
