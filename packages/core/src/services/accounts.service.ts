@@ -109,7 +109,12 @@ export class AccountsService {
       }
       throw error;
     } finally {
-      if (!failedOnCredentials) await this.deps.rateLimits.release(keys, at);
+      if (!failedOnCredentials) {
+        // Not counting it is a courtesy: a failure here must not turn a successful sign-in into an error.
+        await this.deps.rateLimits.release(keys, at).catch((error: unknown) => {
+          this.deps.logger.warn({ err: error }, "could not take back a sign-in attempt from its rate limits");
+        });
+      }
     }
   }
 
