@@ -51,6 +51,26 @@ describe("parseConfig", () => {
     expect(config.databaseUrl).toBe("postgres://u:p@db:5432/retouch");
   });
 
+  it("bounds request bodies in flight: 256 MiB, or two full-size requests, and never less than one", () => {
+    expect(parseConfig({}).maxBodyBytesInFlight).toBe(256 * 1024 * 1024);
+    expect(parseConfig({ RETOUCH_MAX_REQUEST_BYTES: String(200 * 1024 * 1024) }).maxBodyBytesInFlight).toBe(400 * 1024 * 1024);
+    expect(parseConfig({ RETOUCH_MAX_BODY_BYTES_IN_FLIGHT: "1048576000" }).maxBodyBytesInFlight).toBe(1_048_576_000);
+    expect(problemsOf({ RETOUCH_MAX_REQUEST_BYTES: "2000000", RETOUCH_MAX_BODY_BYTES_IN_FLIGHT: "1000000" })).toMatch(
+      /RETOUCH_MAX_BODY_BYTES_IN_FLIGHT: 1000000 is below RETOUCH_MAX_REQUEST_BYTES/,
+    );
+  });
+
+  it("limits failed sign-ins per address and per account", () => {
+    expect(parseConfig({})).toMatchObject({
+      signInFailuresPerAddress: { count: 10, windowMs: 900_000 },
+      signInFailuresPerAccount: { count: 50, windowMs: 900_000 },
+    });
+    const config = parseConfig({ RETOUCH_SIGNIN_FAILURES_PER_ADDRESS: "5/1h", RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT: "20/1h" });
+    expect(config.signInFailuresPerAddress).toEqual({ count: 5, windowMs: 3_600_000 });
+    expect(config.signInFailuresPerAccount).toEqual({ count: 20, windowMs: 3_600_000 });
+    expect(problemsOf({ RETOUCH_SIGNIN_FAILURES_PER_ADDRESS: "lots" })).toContain("RETOUCH_SIGNIN_FAILURES_PER_ADDRESS");
+  });
+
   it("treats an empty variable as unset", () => {
     expect(parseConfig({ PORT: "", SMTP_URL: "" })).toMatchObject({ port: 3000, smtpUrl: undefined });
   });

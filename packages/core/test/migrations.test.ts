@@ -48,7 +48,7 @@ it("applies every migration once, in order, even when two processes start togeth
       "profiles",
       "credit_ledger",
       "api_keys",
-      "rate_limit_windows",
+      "rate_limit_events",
     ]),
   );
 });

@@ -115,7 +115,7 @@ async function main(): Promise<void> {
   await api.close();
 
   // 2. The same transaction, straight to PostgreSQL: lock the profile, count in-flight jobs,
-  //    count the minute's window, debit with a ledger row, insert the job.
+  //    count the last minute's submissions, debit with a ledger row, insert the job.
   const pool = new pg.Pool({ connectionString: databaseUrl, max: CLIENTS });
   const raw = await runConcurrently(SUBMISSIONS, CLIENTS, async (index) => {
     const account = accounts[Math.floor(index / PER_ACCOUNT)] as { userId: string };
@@ -124,9 +124,14 @@ async function main(): Promise<void> {
       await client.query("begin");
       await client.query("select plan, credits from profiles where user_id = $1 for update", [account.userId]);
       await client.query("select count(*) from jobs where user_id = $1 and status = 'pending'", [account.userId]);
+      // The sliding-log statement of RateLimitsStore.hit, with the plan's limit never reached.
+      const now = Date.now();
       await client.query(
-        "insert into rate_limit_windows (key, window_start, count) values ($1, date_trunc('minute', now()), 1) on conflict (key, window_start) do update set count = rate_limit_windows.count + 1",
-        [`raw:${account.userId}`],
+        `insert into rate_limit_events as r (key, hits) values ($1, array_fill($2::bigint, array[1]))
+         on conflict (key) do update set hits = array(select h from unnest(r.hits) h where h > $3) || excluded.hits
+         where (select count(*) from unnest(r.hits) h where h > $3) + 1 <= $4
+         returning key`,
+        [`raw:${account.userId}`, now, now - 60_000, 1_000_000],
       );
       const jobId = newId("job");
       const { rows } = await client.query<{ credits: number }>(

@@ -118,6 +118,7 @@ describe("GET /openapi.json", () => {
     for (const status of ["400", "401", "402", "403", "413", "422", "429", "502"])
       expect(submit.responses[status], status).toBeDefined();
     expect(submit.responses["429"].headers["Retry-After"]).toBeDefined();
+    expect(submit.responses["503"].headers["Retry-After"]).toBeDefined();
     expect(Object.keys(submit.responses["429"].content["application/json"].examples).sort()).toEqual([
       "rate_limited",
       "too_many_in_flight",
@@ -129,6 +130,7 @@ describe("GET /openapi.json", () => {
     expect(document.paths["/auth/sign-up/email"].post.responses["200"].headers["Set-Cookie"]).toBeDefined();
     expect(document.paths["/auth/sign-up/email"].post.responses["422"]).toBeDefined();
     expect(document.paths["/auth/sign-in/email"].post.responses["401"]).toBeDefined();
+    expect(document.paths["/auth/sign-in/email"].post.responses["429"].headers["Retry-After"]).toBeDefined();
     expect(document.components.schemas.Error.required).toEqual(["code", "message"]);
     expect(document.components.schemas.Error.properties.code.enum).toEqual(
       expect.arrayContaining(["email_unverified", "rate_limited"]),

@@ -71,6 +71,8 @@ const envSchema = z.object({
   RETOUCH_DEFAULT_PLAN: z.enum(PLAN_NAMES).default("free"),
   RETOUCH_SIGNUP_CREDITS: z.coerce.number().int().min(0).max(1_000_000).default(10),
   RETOUCH_SIGNUP_RATE_LIMIT: rateLimit.default({ count: 20, windowMs: 3_600_000 }),
+  RETOUCH_SIGNIN_FAILURES_PER_ADDRESS: rateLimit.default({ count: 10, windowMs: 900_000 }),
+  RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT: rateLimit.default({ count: 50, windowMs: 900_000 }),
   RETOUCH_TRUST_PROXY: booleanFlag,
   RETOUCH_WEBHOOK_ALLOW_INSECURE: booleanFlag,
   RETOUCH_WEBHOOK_RETRY_DELAYS: durationList.default([30_000, 120_000, 600_000, 3_600_000]),
@@ -86,6 +88,7 @@ const envSchema = z.object({
     .int()
     .min(1024)
     .default(100 * 1024 * 1024),
+  RETOUCH_MAX_BODY_BYTES_IN_FLIGHT: z.coerce.number().int().min(1024).optional(),
   RETOUCH_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   RETOUCH_JOB_LOCK_LIFETIME: duration.default(30_000),
   RETOUCH_JOB_TIMEOUT: duration.default(600_000),
@@ -116,6 +119,10 @@ export interface Config {
   defaultPlan: (typeof PLAN_NAMES)[number];
   signupCredits: number;
   signupRateLimit: { count: number; windowMs: number };
+  /** Failed sign-ins allowed from one address (any accounts) per window; then 429 until the window slides. */
+  signInFailuresPerAddress: { count: number; windowMs: number };
+  /** Failed sign-ins allowed on one account (any addresses) per window; above the per-address one, so one address cannot lock the owner out. */
+  signInFailuresPerAccount: { count: number; windowMs: number };
   trustProxy: boolean;
   webhookAllowInsecure: boolean;
   webhookRetryDelaysMs: number[];
@@ -126,6 +133,11 @@ export interface Config {
   maxImageBytes: number;
   /** Largest request body of POST /api/process (a whole batch). */
   maxRequestBytes: number;
+  /**
+   * Request bytes the host holds at once, across every body being read or
+   * handled; a body that does not fit is refused with 503 rather than buffered.
+   */
+  maxBodyBytesInFlight: number;
   /** Jobs one worker process edits at the same time (one thread each). */
   workerConcurrency: number;
   /** A job whose worker stops renewing its lock for this long is picked up by another worker. */
@@ -165,6 +177,13 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   const backgroundModelPath = defined.RETOUCH_BACKGROUND_MODEL
     ? path.resolve(baseDir, defined.RETOUCH_BACKGROUND_MODEL)
     : undefined;
+  const maxRequestBytes = result.data?.RETOUCH_MAX_REQUEST_BYTES;
+  const bodyBudget = result.data?.RETOUCH_MAX_BODY_BYTES_IN_FLIGHT;
+  if (maxRequestBytes !== undefined && bodyBudget !== undefined && bodyBudget < maxRequestBytes) {
+    problems.push(
+      `RETOUCH_MAX_BODY_BYTES_IN_FLIGHT: ${bodyBudget} is below RETOUCH_MAX_REQUEST_BYTES (${maxRequestBytes}); no full-size request could ever be read`,
+    );
+  }
   if (backgroundModelPath && !existsSync(backgroundModelPath)) {
     problems.push(`RETOUCH_BACKGROUND_MODEL: no file at ${backgroundModelPath}`);
   }
@@ -185,6 +204,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     defaultPlan: e.RETOUCH_DEFAULT_PLAN,
     signupCredits: e.RETOUCH_SIGNUP_CREDITS,
     signupRateLimit: e.RETOUCH_SIGNUP_RATE_LIMIT,
+    signInFailuresPerAddress: e.RETOUCH_SIGNIN_FAILURES_PER_ADDRESS,
+    signInFailuresPerAccount: e.RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT,
     trustProxy: e.RETOUCH_TRUST_PROXY,
     webhookAllowInsecure: e.RETOUCH_WEBHOOK_ALLOW_INSECURE,
     webhookRetryDelaysMs: e.RETOUCH_WEBHOOK_RETRY_DELAYS,
@@ -192,6 +213,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     shutdownTimeoutMs: e.RETOUCH_SHUTDOWN_TIMEOUT,
     maxImageBytes: e.RETOUCH_MAX_IMAGE_BYTES,
     maxRequestBytes: e.RETOUCH_MAX_REQUEST_BYTES,
+    // Default: two full-size requests at once, and never less than 256 MiB.
+    maxBodyBytesInFlight: e.RETOUCH_MAX_BODY_BYTES_IN_FLIGHT ?? Math.max(256 * 1024 * 1024, 2 * e.RETOUCH_MAX_REQUEST_BYTES),
     workerConcurrency: e.RETOUCH_WORKER_CONCURRENCY,
     jobLockLifetimeMs: e.RETOUCH_JOB_LOCK_LIFETIME,
     jobTimeoutMs: e.RETOUCH_JOB_TIMEOUT,

@@ -58,10 +58,11 @@ export interface ApiKeyTable {
   last_used_at: Date | null;
 }
 
-export interface RateLimitWindowTable {
+/** One row per limited key: the times (ms since the epoch) of its events still inside the window. */
+export interface RateLimitEventTable {
   key: string;
-  window_start: Date;
-  count: number;
+  /** bigint[]: node-postgres reads each element as a string. */
+  hits: ColumnType<string[], number[], number[]>;
 }
 
 export type JobStatus = "pending" | "done" | "error";
@@ -141,7 +142,7 @@ export interface Database {
   profiles: ProfileTable;
   credit_ledger: CreditLedgerTable;
   api_keys: ApiKeyTable;
-  rate_limit_windows: RateLimitWindowTable;
+  rate_limit_events: RateLimitEventTable;
   batches: BatchTable;
   jobs: JobTable;
   idempotency_keys: IdempotencyKeyTable;

@@ -42,7 +42,7 @@ export class AccountsService {
       auth: Auth;
       profiles: ProfilesService;
       rateLimits: RateLimitsStore;
-      config: Pick<Config, "signupRateLimit">;
+      config: Pick<Config, "signupRateLimit" | "signInFailuresPerAddress" | "signInFailuresPerAccount">;
       logger: Logger;
     },
   ) {}
@@ -71,7 +71,30 @@ export class AccountsService {
     }
   }
 
+  /**
+   * Failed sign-ins are limited per address and per account (sliding windows).
+   * Each attempt is counted before the password is checked, so parallel
+   * guesses cannot slip past the limit, and taken back unless it failed on the
+   * credentials. Once throttled, even the right password gets 429: answering
+   * it would tell a guesser they found it.
+   */
   async signIn(input: SignInInput, request: RequestInfo): Promise<SessionResult> {
+    const { signInFailuresPerAddress: perAddress, signInFailuresPerAccount: perAccount } = this.deps.config;
+    const keys = [`sign-in:address:${request.ip}`, `sign-in:account:${input.email.trim().toLowerCase()}`];
+    const at = Date.now();
+    const attempt = await this.deps.rateLimits.hitAll(
+      [
+        { key: keys[0] as string, limit: perAddress.count, windowMs: perAddress.windowMs },
+        { key: keys[1] as string, limit: perAccount.count, windowMs: perAccount.windowMs },
+      ],
+      at,
+    );
+    if (!attempt.allowed) {
+      throw new RetouchError("rate_limited", "Too many failed sign-ins; retry after the time given in Retry-After.", {
+        retryAfterSeconds: attempt.retryAfterSeconds,
+      });
+    }
+    let failedOnCredentials = false;
     try {
       const { headers, response } = await this.deps.auth.api.signInEmail({
         body: { email: input.email, password: input.password },
@@ -80,8 +103,18 @@ export class AccountsService {
       });
       return this.toSession(response.token, response.user, headers);
     } catch (error) {
-      if (isAPIError(error) && error.statusCode === 401) throw new RetouchError("invalid_credentials");
+      if (isAPIError(error) && error.statusCode === 401) {
+        failedOnCredentials = true;
+        throw new RetouchError("invalid_credentials");
+      }
       throw error;
+    } finally {
+      if (!failedOnCredentials) {
+        // Not counting it is a courtesy: a failure here must not turn a successful sign-in into an error.
+        await this.deps.rateLimits.release(keys, at).catch((error: unknown) => {
+          this.deps.logger.warn({ err: error }, "could not take back a sign-in attempt from its rate limits");
+        });
+      }
     }
   }
 

@@ -1,5 +1,5 @@
 import type { SessionResult } from "../services/accounts.service";
-import type { RequestInfo } from "../services/principal";
+import type { Principal, RequestInfo } from "../services/principal";
 import type { Services } from "../services/services";
 
 /**
@@ -12,13 +12,20 @@ export interface Context {
   request: RequestInfo;
   /** Headers a procedure asks the transport to send back (the session's `Set-Cookie`). */
   responseHeaders: Array<[name: string, value: string]>;
+  /**
+   * The caller, when the transport already authenticated the request from its
+   * headers (the HTTP host does, before reading the body): the procedures' auth
+   * middleware reuses it instead of looking the credentials up again.
+   */
+  principal?: Principal;
 }
 
-export function createContext(services: Services, request: Partial<RequestInfo> = {}): Context {
+export function createContext(services: Services, request: Partial<RequestInfo> = {}, principal?: Principal): Context {
   return {
     services,
     request: { headers: request.headers ?? new Headers(), ip: request.ip ?? "127.0.0.1" },
     responseHeaders: [],
+    ...(principal ? { principal } : {}),
   };
 }
 

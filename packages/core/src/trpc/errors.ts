@@ -1,5 +1,5 @@
 import { TRPCError } from "@trpc/server";
-import type { TRPC_ERROR_CODE_KEY } from "@trpc/server/rpc";
+import { type TRPC_ERROR_CODE_KEY, TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import { ZodError } from "zod";
 import { RetouchError } from "../errors/retouch-error";
 
@@ -21,6 +21,32 @@ const trpcCodeByStatus: Record<number, TRPC_ERROR_CODE_KEY> = {
 
 export function trpcCodeFor(error: RetouchError): TRPC_ERROR_CODE_KEY {
   return trpcCodeByStatus[error.status] ?? "INTERNAL_SERVER_ERROR";
+}
+
+/** `error.data` of a tRPC error: the domain code and status (and `Retry-After` seconds) beside tRPC's own fields. */
+export function trpcErrorData(domain: RetouchError, path: string | undefined) {
+  return {
+    code: domain.code,
+    httpStatus: domain.status,
+    ...(domain.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: domain.retryAfterSeconds }),
+    ...(domain.issues ? { issues: domain.issues } : {}),
+    path,
+  };
+}
+
+/**
+ * A whole tRPC error response, for the answers the HTTP host gives before tRPC
+ * reads the request (401, 413, 503, a body it refused): the shape tRPC
+ * clients parse, as the router's error formatter writes it.
+ */
+export function trpcErrorResponse(domain: RetouchError) {
+  return {
+    error: {
+      message: domain.message,
+      code: TRPC_ERROR_CODES_BY_KEY[trpcCodeFor(domain)],
+      data: trpcErrorData(domain, undefined),
+    },
+  };
 }
 
 function fromZodError(error: ZodError): RetouchError {

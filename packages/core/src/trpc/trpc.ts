@@ -3,13 +3,15 @@ import type { OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import type { ErrorCode } from "../errors/error-codes";
 import { RetouchError } from "../errors/retouch-error";
-import { bearerToken, type Principal } from "../services/principal";
+import { authenticate, type CredentialKind } from "./authenticate";
 import type { Context } from "./context";
-import { toRetouchError, trpcCodeFor } from "./errors";
+import { toRetouchError, trpcCodeFor, trpcErrorData } from "./errors";
 
 export interface ProcedureMeta extends OpenApiMeta {
-  /** Who may call it; set by the builder the procedure starts from (for the OpenAPI security of each operation). */
-  auth?: "public" | "api_key" | "key_or_session";
+  /** Who may call it; set by the builder the procedure starts from (OpenAPI security, and the host's check before the body). */
+  auth?: "public" | CredentialKind;
+  /** The body may carry images: `RETOUCH_MAX_REQUEST_BYTES` applies instead of the 1 MiB of other operations. */
+  imageBody?: true;
   /**
    * The domain errors the operation can answer (documented in OpenAPI). The
    * authentication, body-parsing and internal errors are added for every
@@ -37,17 +39,7 @@ const t = initTRPC
     isDev: false,
     errorFormatter: ({ shape, error }) => {
       const domain = toRetouchError(error);
-      return {
-        message: domain.message,
-        code: shape.code,
-        data: {
-          code: domain.code,
-          httpStatus: domain.status,
-          ...(domain.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: domain.retryAfterSeconds }),
-          ...(domain.issues ? { issues: domain.issues } : {}),
-          path: shape.data.path,
-        },
-      };
+      return { message: domain.message, code: shape.code, data: trpcErrorData(domain, shape.data.path) };
     },
   });
 
@@ -61,22 +53,16 @@ const domainErrors = t.middleware(async ({ next }) => {
   return result;
 });
 
-async function principalFromKey(ctx: Context): Promise<Principal | undefined> {
-  const token = bearerToken(ctx.request.headers.get("authorization"));
-  return token ? ctx.services.apiKeys.authenticate(token) : undefined;
-}
-
+// The caller the transport already resolved is reused (one key lookup per request); a session never passes for a key.
 const requireApiKey = t.middleware(async ({ ctx, next }) => {
-  const principal = await principalFromKey(ctx);
+  const principal =
+    ctx.principal?.via === "api_key" ? ctx.principal : await authenticate(ctx.services, ctx.request.headers, "api_key");
   if (!principal) throw new RetouchError("unauthorized");
   return next({ ctx: { principal } });
 });
 
 const requireKeyOrSession = t.middleware(async ({ ctx, next }) => {
-  // A bearer header that is present but wrong is refused, not silently ignored in favour of a cookie.
-  const principal = bearerToken(ctx.request.headers.get("authorization"))
-    ? await principalFromKey(ctx)
-    : await ctx.services.accounts.sessionPrincipal(ctx.request.headers);
+  const principal = ctx.principal ?? (await authenticate(ctx.services, ctx.request.headers, "key_or_session"));
   if (!principal) throw new RetouchError("unauthorized");
   return next({ ctx: { principal } });
 });

@@ -58,6 +58,7 @@ const STATUS_TEXT: Record<number, string> = {
   429: "Too many requests",
   500: "Server error",
   502: "Upstream provider failure",
+  503: "Too many large requests in flight; retry after Retry-After",
 };
 
 function errorResponses(codes: ErrorCode[]): Record<string, Json> {
@@ -73,7 +74,7 @@ function errorResponses(codes: ErrorCode[]): Record<string, Json> {
         String(status),
         {
           description: `${STATUS_TEXT[status] ?? "Error"}: ${statusCodes.map((code) => `\`${code}\``).join(", ")}`,
-          ...(status === 429 ? { headers: retryAfter } : {}),
+          ...(status === 429 || status === 503 ? { headers: retryAfter } : {}),
           content: {
             "application/json": {
               schema: { $ref: ERROR_SCHEMA },
@@ -274,7 +275,8 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
       const codes: ErrorCode[] = [
         ...(meta.errors ?? []),
         ...(meta.auth === "public" ? [] : (["unauthorized"] as const)),
-        ...(hasBody ? (["invalid_json", "payload_too_large", "unsupported_media_type"] as const) : []),
+        // The host's checks before the body: size, type, and room among the bodies in flight (503).
+        ...(hasBody ? (["invalid_json", "payload_too_large", "unsupported_media_type", "service_unavailable"] as const) : []),
         "internal_error",
       ];
       if (meta.errors?.includes("job_failed")) codes.splice(codes.indexOf("internal_error"), 1);

@@ -1,16 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { RetouchError, type Services } from "@retouch/core";
+import { isClientError, RetouchError, type Services } from "@retouch/core";
 import { createDiscoveryHandler } from "../discovery/discovery.handler";
 import { createMcpHandler, MCP_PATH } from "../mcp/mcp.handler";
 import { VERIFY_EMAIL_PATH, verifyEmailPage } from "../pages/verify-email.page";
-import { DEFAULT_BODY_LIMIT_BYTES, isJsonContentType, readJsonBody } from "./body";
+import { BodyBudget } from "./body-budget";
+import { type Admitted, admit } from "./edge";
 import { FILES_PREFIX, serveSignedFile } from "./files.handler";
-import type { RequestWithBody } from "./procedure-meta";
-import { sendError, sendJson } from "./responses";
+import { sendError, sendJson, sendTrpcError } from "./responses";
 import { createRestHandler } from "./rest.handler";
-import { createTrpcHandler, TRPC_PREFIX } from "./trpc.handler";
+import { createRoutePolicies, type Surface } from "./route-policy";
+import { createTrpcHandler } from "./trpc.handler";
 
 export interface HttpServer {
   server: Server;
@@ -22,13 +23,31 @@ export interface HttpServer {
 
 export async function startHttpServer(services: Services, options: { host: string; port: number }): Promise<HttpServer> {
   const rest = createRestHandler(services);
+  const trpc = createTrpcHandler(services);
   const mcp = createMcpHandler(services);
   const discovery = createDiscoveryHandler(services);
-  // Submissions carry images: they get their own (documented) body limit; every other route 1 MiB.
-  const submissionLimit = services.config.maxRequestBytes;
-  const trpc = createTrpcHandler(services, submissionLimit);
-  const bodyLimit = (path: string) =>
-    path === "/api/process" || path === "/trpc/process.submit" ? submissionLimit : DEFAULT_BODY_LIMIT_BYTES;
+  const policyFor = createRoutePolicies(services.config);
+  const budget = new BodyBudget(services.config.maxBodyBytesInFlight);
+  const notFound = (req: IncomingMessage, res: ServerResponse, path: string) => () =>
+    sendError(res, new RetouchError("not_found", `No route for ${req.method} ${path}.`));
+  /** Per surface: how a refusal before the adapter looks, and how an admitted request is served. */
+  const surfaces: Record<
+    Surface,
+    {
+      refuse(req: IncomingMessage, res: ServerResponse, error: unknown): RetouchError;
+      serve(req: IncomingMessage, res: ServerResponse, path: string, admitted: Admitted): Promise<void>;
+    }
+  > = {
+    rest: {
+      refuse: (_req, res, error) => sendError(res, error),
+      serve: (req, res, path, admitted) => rest(req, res, admitted.body?.value, notFound(req, res, path)),
+    },
+    trpc: {
+      refuse: (_req, res, error) => sendTrpcError(res, error),
+      serve: (req, res, path, admitted) => trpc(req, res, path, admitted.body?.text),
+    },
+    mcp: { refuse: mcp.refuse, serve: (req, res, _path, admitted) => mcp.serve(req, res, admitted.body?.value) },
+  };
   const logger = services.logger;
   let inFlight = 0;
   let draining = false;
@@ -47,37 +66,40 @@ export async function startHttpServer(services: Services, options: { host: strin
       return;
     }
     if (await discovery(req, res, path)) return;
-    if (path === MCP_PATH) {
-      if (req.method === "POST") await mcp(req, res);
-      else
-        sendJson(
-          res,
-          405,
-          { code: "method_not_allowed", message: "The MCP endpoint takes POST (stateless Streamable HTTP)." },
-          { Allow: "POST" },
-        );
+    if (path === MCP_PATH && req.method !== "POST") {
+      sendJson(
+        res,
+        405,
+        { code: "method_not_allowed", message: "The MCP endpoint takes POST (stateless Streamable HTTP)." },
+        { Allow: "POST" },
+      );
       return;
     }
     if (path.startsWith(FILES_PREFIX) && (req.method === "GET" || req.method === "HEAD")) {
       await serveSignedFile(services, req, res, url);
       return;
     }
-    if (path.startsWith(TRPC_PREFIX)) {
-      const declared = Number(req.headers["content-length"]);
-      if (declared > bodyLimit(path)) {
-        req.resume();
-        throw new RetouchError("payload_too_large", `The request body is larger than ${bodyLimit(path)} bytes.`);
-      }
-      await trpc(req, res, path);
+    const policy = policyFor(req.method ?? "GET", path);
+    if (!policy) {
+      notFound(req, res, path)();
       return;
     }
-    if (req.method !== "GET" && req.method !== "HEAD" && isJsonContentType(req)) {
-      (req as RequestWithBody).body = await readJsonBody(req, bodyLimit(path));
+    const surface = surfaces[policy.surface];
+    let admitted: Admitted;
+    try {
+      admitted = await admit(services, budget, req, res, url, policy);
+    } catch (error) {
+      // A body left unread stays unread: closing the connection tells the client to stop sending it.
+      if (!req.complete) res.setHeader("Connection", "close");
+      const domain = surface.refuse(req, res, error);
+      if (domain.code === "service_unavailable") logger.warn({ bodyBytesInFlight: budget.usedBytes }, "body budget full");
+      else if (!isClientError(domain)) logger.error({ err: error }, "request refused at the edge");
+      return;
     }
-    await rest(req, res, () => sendError(res, new RetouchError("not_found", `No route for ${req.method} ${path}.`)));
+    await surface.serve(req, res, path, admitted);
   };
 
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     const started = performance.now();
     const requestId = randomUUID();
     res.setHeader("X-Request-Id", requestId);
@@ -102,7 +124,11 @@ export async function startHttpServer(services: Services, options: { host: strin
       const domain = sendError(res, error);
       if (domain.status >= 500) logger.error({ err: error, requestId }, "unhandled error");
     });
-  });
+  };
+  const server = createServer(onRequest);
+  // `Expect: 100-continue` requests come here too: the edge decides on the headers, then sends 100 Continue only
+  // to bodies it will read, so a refused upload is never sent at all.
+  server.on("checkContinue", onRequest);
   server.keepAliveTimeout = 5_000;
   server.headersTimeout = 30_000;
   server.requestTimeout = 120_000;

@@ -1,4 +1,3 @@
-import type { IncomingMessage } from "node:http";
 import { type AppRouter, appRouter, type Context, type ProcedureMeta, toRetouchError } from "@retouch/core";
 import type { TRPCError } from "@trpc/server";
 
@@ -37,5 +36,4 @@ export function responseMetaFor(opts: {
   return status ? { status, headers } : { headers };
 }
 
-export type RequestWithBody = IncomingMessage & { body?: unknown };
 export type { AppRouter };

@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { type RetouchError, toRetouchError } from "@retouch/core";
+import { type RetouchError, toRetouchError, trpcErrorResponse } from "@retouch/core";
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const payload = JSON.stringify(body);
@@ -14,6 +14,14 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 export function sendError(res: ServerResponse, error: unknown): RetouchError {
   const domain = toRetouchError(error);
   if (!res.headersSent) sendJson(res, domain.status, domain.toBody(), domain.headers());
+  else res.destroy();
+  return domain;
+}
+
+/** The same refusal in the envelope tRPC clients parse (for answers given before the tRPC adapter runs). */
+export function sendTrpcError(res: ServerResponse, error: unknown): RetouchError {
+  const domain = toRetouchError(error);
+  if (!res.headersSent) sendJson(res, domain.status, trpcErrorResponse(domain), domain.headers());
   else res.destroy();
   return domain;
 }

@@ -24,7 +24,9 @@ export function createRestHandler(services: Services) {
     },
   });
 
-  return async (req: IncomingMessage, res: ServerResponse, next: () => void): Promise<void> => {
+  /** `body`: what the host read, parsed and checked; the adapter uses it instead of reading the stream. */
+  return async (req: IncomingMessage, res: ServerResponse, body: unknown, next: () => void): Promise<void> => {
+    (req as IncomingMessage & { body?: unknown }).body = body;
     const end = res.end.bind(res) as (chunk?: unknown) => ServerResponse;
     res.end = ((chunk?: unknown) => {
       const failure = failures.get(req);

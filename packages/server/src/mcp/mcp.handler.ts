@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { bearerToken, type Context, isClientError, type RetouchError, type Services } from "@retouch/core";
-import { readJsonBody } from "../http/body";
+import { bearerToken, type Context, isClientError, type RetouchError, type Services, toRetouchError } from "@retouch/core";
 import { createHttpContext } from "../http/request-context";
 import { sendJson } from "../http/responses";
 import { callTool, type McpTool, mcpToolsFromRouter } from "./mcp-tools";
@@ -23,7 +22,8 @@ function toolError(error: RetouchError) {
 
 /**
  * MCP over Streamable HTTP, stateless: a fresh server and transport per
- * request, JSON responses (no SSE), authenticated by the same `pk_` bearer key.
+ * request, JSON responses (no SSE), authenticated by the same `pk_` bearer key
+ * (checked by the host from the headers, like every route, before the body).
  */
 export function createMcpHandler(services: Services) {
   const tools = mcpToolsFromRouter();
@@ -62,31 +62,39 @@ export function createMcpHandler(services: Services) {
     );
   }
 
-  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const key = bearerToken(req.headers.authorization);
-    if (!key || !(await services.apiKeys.authenticate(key))) {
+  /**
+   * The host's refusals before the transport runs: 401 with the challenge an
+   * MCP client expects; anything else as a JSON-RPC error (parse error for
+   * malformed JSON, invalid request otherwise) with the HTTP status and the
+   * domain code in `data`.
+   */
+  function refuse(req: IncomingMessage, res: ServerResponse, error: unknown): RetouchError {
+    const domain = toRetouchError(error);
+    if (domain.code === "unauthorized") {
+      const presented = bearerToken(req.headers.authorization) !== undefined;
       sendJson(
         res,
         401,
         { code: "unauthorized", message: "Send your Retouch API key: Authorization: Bearer pk_..." },
-        { "WWW-Authenticate": `${realm}${key ? ', error="invalid_token"' : ""}` },
+        { "WWW-Authenticate": `${realm}${presented ? ', error="invalid_token"' : ""}` },
       );
-      return;
+      return domain;
     }
-    let body: unknown;
-    try {
-      // Tool calls carry images: the submission limit applies, not the 1 MiB of other routes.
-      body = await readJsonBody(req, services.config.maxRequestBytes);
-    } catch (error) {
-      const domain = error as RetouchError;
-      const status = domain.status ?? 400;
-      sendJson(res, status, {
+    sendJson(
+      res,
+      domain.status,
+      {
         jsonrpc: "2.0",
-        error: { code: status === 413 ? -32600 : -32700, message: domain.message },
+        error: { code: domain.code === "invalid_json" ? -32700 : -32600, message: domain.message, data: { code: domain.code } },
         id: null,
-      });
-      return;
-    }
+      },
+      domain.headers(),
+    );
+    return domain;
+  }
+
+  /** Serves a request the host has authenticated and whose body it has read and checked. */
+  async function serve(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     const server = buildServer(createHttpContext(services, req));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on("close", () => {
@@ -95,5 +103,7 @@ export function createMcpHandler(services: Services) {
     });
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
-  };
+  }
+
+  return { serve, refuse };
 }

@@ -3,6 +3,7 @@ import * as accounts from "./0001-accounts.migration";
 import * as jobs from "./0002-jobs.migration";
 import * as queue from "./0003-queue.migration";
 import * as webhooks from "./0004-webhooks.migration";
+import * as rateLimitEvents from "./0005-rate-limit-events.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   "0002-jobs": jobs,
   "0003-queue": queue,
   "0004-webhooks": webhooks,
+  "0005-rate-limit-events": rateLimitEvents,
 };

@@ -4,14 +4,15 @@ import { publicProcedure } from "../trpc";
 
 export const signIn = publicProcedure
   .meta({
-    errors: ["invalid_request", "invalid_credentials"],
+    errors: ["invalid_request", "invalid_credentials", "rate_limited"],
     openapi: {
       method: "POST",
       path: "/auth/sign-in/email",
       protect: false,
       tags: ["Accounts"],
       summary: "Sign in",
-      description: "Returns a new session (body `token` and a `Set-Cookie` session cookie). Works before the email is verified.",
+      description:
+        "Returns a new session (body `token` and a `Set-Cookie` session cookie). Works before the email is verified. Failed sign-ins are limited per address and per account: then 429 with `Retry-After`.",
     },
   })
   .input(signInInput)

@@ -3,6 +3,7 @@ import { apiKeyProcedure } from "../trpc";
 
 export const submitProcess = apiKeyProcedure
   .meta({
+    imageBody: true,
     errors: [
       "invalid_request",
       "batch_exceeds_plan_limit",
