@@ -78,7 +78,9 @@ describe("the service at start", () => {
     });
     try {
       const account = await keyedAccount(app, { plan: "pro", credits: 10 });
-      expect((await waitForLog(app, /"msg":"active models"/)).models).toMatchObject({ background: "classical segmenter (built in)" });
+      expect((await waitForLog(app, /"msg":"active models"/)).models).toMatchObject({
+        background: "classical segmenter (built in)",
+      });
       await mirror.requested(FILE);
       // The download is held by the mirror: the job runs at once, on the classical segmenter (it keeps the box).
       expect(await cutOut(app, account.key)).toBeLessThan(0.8);
@@ -118,7 +120,9 @@ describe("the service at start", () => {
       expect(await cutOut(app, account.key)).toBeLessThan(0.8);
       const failure = await waitForLog(app, /could not fetch the background model/);
       expect(failure).toMatchObject({ level: 40, model: "test-red", reason: "download_failed" });
-      expect(failure.msg).toMatch(/test-red\.onnx could not be reached.*Background removal uses the classical segmenter meanwhile/);
+      expect(failure.msg).toMatch(
+        /test-red\.onnx could not be reached.*Background removal uses the classical segmenter meanwhile/,
+      );
       const active = app.logs.filter((line) => line.includes('"msg":"active models"')).map((line) => JSON.parse(line));
       expect(active.at(-1).models).toEqual({
         background: "classical segmenter (built in)",
@@ -178,7 +182,9 @@ describe("pnpm retouch models", () => {
     const pulled = await models("pull", "test-red");
     expect(pulled.code, pulled.output).toBe(0);
     // Not a terminal: plain progress lines instead of a bar.
-    expect(pulled.output).toMatch(/^test-red: 100% \(64\.\d kB \/ 64\.\d kB\) from http:\/\/127\.0\.0\.1:\d+\/models\/test-red\.onnx$/m);
+    expect(pulled.output).toMatch(
+      /^test-red: 100% \(64\.\d kB \/ 64\.\d kB\) from http:\/\/127\.0\.0\.1:\d+\/models\/test-red\.onnx$/m,
+    );
     expect(pulled.output).toMatch(/test-red: downloaded and verified \(sha256\), 64\.\d kB: .*test-red\.onnx/);
     expect(existsSync(path.join(env.RETOUCH_DATA_DIR ?? "", "models", FILE))).toBe(true);
     expect(row((await models("list")).output, "test-red")).toMatch(/ +yes +yes$/);
@@ -200,7 +206,9 @@ describe("pnpm retouch models", () => {
   it("answers an unknown model or command with what there is", async () => {
     const unknown = await models("pull", "nope");
     expect(unknown.code).toBe(1);
-    expect(unknown.output).toMatch(/No model named "nope" in the catalog \(known: isnet-general-use, birefnet-general-lite, u2netp, lama, migan, test-red, test-wrong\)/);
+    expect(unknown.output).toMatch(
+      /No model named "nope" in the catalog \(known: isnet-general-use, birefnet-general-lite, u2netp, lama, migan, test-red, test-wrong\)/,
+    );
     const usage = await models("frobnicate");
     expect(usage.code).toBe(2);
     expect(usage.output).toMatch(/unknown models command "frobnicate"[\s\S]*Usage: pnpm retouch models <command>/);

@@ -99,7 +99,11 @@ const envSchema = z.object({
   RETOUCH_BACKGROUND_MODEL_KIND: z.enum(SALIENCY_MODEL_KINDS).optional(),
   RETOUCH_BACKGROUND_MODEL_SIZE: z.coerce.number().int().min(32).max(4096).optional(),
   RETOUCH_MODELS_DIR: z.string().min(1).optional(),
-  RETOUCH_MODEL_MIRROR: z.url({ protocol: /^https?$/ }).optional(),
+  RETOUCH_MODEL_MIRROR: z
+    .url({ protocol: /^https?$/ })
+    // fetch refuses URLs with credentials, and they would end up in the logs.
+    .refine((url) => !/^https?:\/\/[^/]*@/.test(url), "must not contain a user name or password")
+    .optional(),
   RETOUCH_MODEL_DOWNLOAD: z.enum(["on", "off"]).default("on"),
   RETOUCH_MODEL_CATALOG: z.string().min(1).optional(),
 });

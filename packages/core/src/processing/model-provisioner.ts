@@ -84,11 +84,6 @@ export class ModelProvisioner {
     this.running = this.fetchAndActivate(entry, activate);
   }
 
-  /** Resolves once nothing is being fetched (the model is active, a try failed, or there was nothing to do). */
-  async idle(): Promise<void> {
-    await this.running;
-  }
-
   async stop(): Promise<void> {
     this.stopping.abort();
     clearTimeout(this.retryTimer);
@@ -125,7 +120,10 @@ export class ModelProvisioner {
         signal,
         onProgress,
         onRetry: ({ attempt, error }) =>
-          logger.warn({ model: entry.name, attempt, reason: error.message }, "model download attempt failed; trying again (an interrupted transfer resumes)"),
+          logger.warn(
+            { model: entry.name, attempt, reason: error.message },
+            "model download attempt failed; trying again (an interrupted transfer resumes)",
+          ),
       });
       logger.info(
         {

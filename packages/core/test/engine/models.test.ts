@@ -11,9 +11,9 @@ import {
   parseConfig,
 } from "@retouch/core";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { checkCatalog, extendCatalog } from "../../src/engine/models/model-catalog";
 import { freePort } from "../../../../test/support/free-port";
 import { type ModelMirror, sha256Of, startModelMirror, writeTestCatalog } from "../../../../test/support/model-mirror";
+import { checkCatalog, extendCatalog } from "../../src/engine/models/model-catalog";
 import { redSaliencyModel } from "./onnx-model.builder";
 
 /** A real ONNX model (about 64 kB) served by a real HTTP server on loopback. */
@@ -72,7 +72,9 @@ describe("the built-in catalog", () => {
     const restricted = { ...isnet, name: "rmbg", licence: { id: "bria-rmbg-1.4", source: "model card" } };
     expect(() => checkCatalog({ entries: [restricted], defaults: { background: "rmbg" } })).toThrow(/not a permissive one/);
     const unverified = { ...isnet, name: "mystery", checksums: {} };
-    expect(() => checkCatalog({ entries: [unverified], defaults: { background: "mystery" } })).toThrow(/checksum or size is unknown/);
+    expect(() => checkCatalog({ entries: [unverified], defaults: { background: "mystery" } })).toThrow(
+      /checksum or size is unknown/,
+    );
     // An operator's file may add such a model (to be chosen by name), but it never becomes a default.
     const extended = extendCatalog(BUILT_IN_CATALOG, [{ ...restricted, name: "isnet-general-use" }]);
     expect(extended.defaults.background).toBeUndefined();
@@ -94,9 +96,16 @@ describe("the built-in catalog", () => {
         return (error as Error).message;
       }
     };
-    expect(problems({ RETOUCH_BACKGROUND_MODEL: "lama" })).toMatch(/name of a background model in the catalog \(isnet-general-use/);
-    expect(problems({ RETOUCH_BACKGROUND_MODEL: "u2netp", RETOUCH_BACKGROUND_MODEL_KIND: "isnet" })).toMatch(/apply only to a model given by path/);
+    expect(problems({ RETOUCH_BACKGROUND_MODEL: "lama" })).toMatch(
+      /name of a background model in the catalog \(isnet-general-use/,
+    );
+    expect(problems({ RETOUCH_BACKGROUND_MODEL: "u2netp", RETOUCH_BACKGROUND_MODEL_KIND: "isnet" })).toMatch(
+      /apply only to a model given by path/,
+    );
     expect(problems({ RETOUCH_MODEL_MIRROR: "ftp://mirror" })).toMatch(/RETOUCH_MODEL_MIRROR/);
+    expect(problems({ RETOUCH_MODEL_MIRROR: "https://user:secret@mirror/models" })).toMatch(
+      /RETOUCH_MODEL_MIRROR: must not contain a user name or password/,
+    );
     expect(problems({ RETOUCH_MODEL_DOWNLOAD: "later" })).toMatch(/RETOUCH_MODEL_DOWNLOAD/);
     const badCatalog = path.join(dir, "bad.json");
     await writeFile(badCatalog, JSON.stringify({ models: [{ name: "x", task: "background" }] }));
@@ -186,7 +195,9 @@ describe("pulling a model from a mirror", () => {
       .pull("test-red", quick)
       .catch((caught: unknown) => caught);
     expect(error).toMatchObject({ reason: "download_failed" });
-    expect((error as Error).message).toMatch(/Could not download test-red: http:\/\/127\.0\.0\.1:\d+\/test-red\.onnx could not be reached/);
+    expect((error as Error).message).toMatch(
+      /Could not download test-red: http:\/\/127\.0\.0\.1:\d+\/test-red\.onnx could not be reached/,
+    );
     expect(await readdir(dir)).toEqual([]);
   });
 

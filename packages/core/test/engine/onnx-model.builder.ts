@@ -167,7 +167,9 @@ export function redSaliencyModel(
     initializers: [
       { name: "weight", dims: [1, 3, 1, 1], values: [gain, -gain, -gain] },
       { name: "bias", dims: [1], values: [bias] },
-      ...(options.padding ? [{ name: "padding", dims: [options.padding], values: new Array<number>(options.padding).fill(0.5) }] : []),
+      ...(options.padding
+        ? [{ name: "padding", dims: [options.padding], values: new Array<number>(options.padding).fill(0.5) }]
+        : []),
     ],
     nodes,
   });

@@ -97,9 +97,13 @@ function formatList(statuses: ModelStatus[], backgroundDefault: string | undefin
     ]),
   ];
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
-  return (
-    rows.map((row) => `${row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ")}`.trimEnd()).join("\n") + "\n"
+  const lines = rows.map((row) =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column] ?? 0))
+      .join("  ")
+      .trimEnd(),
   );
+  return `${lines.join("\n")}\n`;
 }
 
 export function formatBytes(bytes: number): string {

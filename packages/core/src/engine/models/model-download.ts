@@ -98,7 +98,11 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
       let mismatch = await checkFile(entry, partPath(finalPath));
       if (mismatch && fetched.resumedFrom > 0) {
         // The bytes kept from before may be what is wrong (a part from another version): once more from zero.
-        options.onRetry?.({ url, attempt: attempts, error: new Error(`the resumed file does not verify (${mismatch}), so it is fetched whole`) });
+        options.onRetry?.({
+          url,
+          attempt: attempts,
+          error: new Error(`the resumed file does not verify (${mismatch}), so it is fetched whole`),
+        });
         await rm(partPath(finalPath), { force: true });
         fetched = await fetchInto(url, partPath(finalPath), options).catch((error: unknown) => {
           lastError = error instanceof Error ? error : new Error(String(error));
