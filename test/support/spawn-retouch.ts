@@ -17,7 +17,13 @@ export interface RetouchProcess {
 export function spawnServerEntry(entry: string, args: string[], env: Record<string, string>): RetouchProcess {
   const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
     cwd: serverDir,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", INIT_CWD: serverDir, ...env },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      INIT_CWD: serverDir,
+      RETOUCH_MODEL_DOWNLOAD: "off",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -30,6 +30,8 @@ export async function startTestApp(env: Record<string, string> = {}, options: { 
     DATABASE_URL: database.url,
     LOG_LEVEL: "debug",
     RETOUCH_SIGNUP_RATE_LIMIT: "1000/1h",
+    // Tests never reach for the real model hosts; the model tests point a mirror at loopback.
+    RETOUCH_MODEL_DOWNLOAD: "off",
     ...env,
   });
   const logs: string[] = [];

@@ -47,6 +47,25 @@ export {
   type ImageInfo,
   inspectImage,
 } from "./engine/image-codec";
+export {
+  type BackgroundModelEntry,
+  BUILT_IN_CATALOG,
+  isPermissive,
+  MODEL_TASKS,
+  type ModelCatalog,
+  type ModelEntry,
+  type ModelTask,
+  PERMISSIVE_LICENCES,
+} from "./engine/models/model-catalog";
+export { checkFile, type DownloadProgress, downloadModel, downloadUrls } from "./engine/models/model-download";
+export { isModelError, ModelError, type ModelFailureReason } from "./engine/models/model-error";
+export {
+  ModelLibrary,
+  type ModelState,
+  type ModelStatus,
+  type PullOptions,
+  type PullResult,
+} from "./engine/models/model-library";
 export { HumanObjectDetector, type HumanObjectDetectorOptions } from "./engine/object-detector.human";
 export { type DetectAndInpaintOptions, DetectAndInpaintRemover } from "./engine/object-removal";
 export { type PatchInpainterOptions, PatchMatchInpainter } from "./engine/patch-inpainter";
@@ -62,6 +81,7 @@ export { EnginePool } from "./processing/engine-pool";
 export { ImageProcessor, MAX_ATTEMPTS } from "./processing/image-processor";
 export { JobQueue } from "./processing/job-queue";
 export { runMaintenance } from "./processing/maintenance";
+export { catalogModelOptions, ModelProvisioner } from "./processing/model-provisioner";
 export { MAX_BATCH_SIZE, MAX_PROMPT_CHARS, processItemSchema } from "./schemas/process.schemas";
 export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
 export { createAdminService, createServices, type ServiceDependencies, type Services } from "./services/services";

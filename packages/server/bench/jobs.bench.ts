@@ -170,6 +170,8 @@ async function main(): Promise<void> {
     RETOUCH_DATA_DIR: path.join(scratch, "all"),
     DATABASE_URL: databaseUrl,
     RETOUCH_WORKER_CONCURRENCY: "1",
+    // A model download at start would compete with the jobs measured here.
+    RETOUCH_MODEL_DOWNLOAD: "off",
   });
   const all = await startRetouch({ config: workerConfig, logger, role: "all" });
   const [account] = await makeAccounts(all.services, 1);

@@ -5,9 +5,9 @@ import {
   createServices,
   EnginePool,
   ImageProcessor,
-  imageEngineOptions,
   JobQueue,
   type Logger,
+  ModelProvisioner,
   runMaintenance,
   type Services,
 } from "@retouch/core";
@@ -59,11 +59,14 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
   });
 
   let engine: EnginePool | undefined;
+  let models: ModelProvisioner | undefined;
   let processor: ImageProcessor | undefined;
   let http: HttpServer | undefined;
   try {
     if (role === "worker" || role === "all") {
-      engine = new EnginePool(config.workerConcurrency, imageEngineOptions(config), logger);
+      // The threads start with what is on disk; a missing model is fetched once the service is up.
+      models = new ModelProvisioner({ config, logger });
+      engine = new EnginePool(config.workerConcurrency, await models.initialOptions(), logger);
       const settled = (job: Parameters<typeof services.webhooks.afterSettle>[0]) => services.webhooks.afterSettle(job);
       const worker = new ImageProcessor({
         jobs: services.stores.jobs,
@@ -97,7 +100,10 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
     } else {
       logger.info({ role, concurrency: config.workerConcurrency, database: database.kind }, "Retouch worker is running");
     }
+    const pool = engine;
+    if (pool) models?.start((options) => pool.reconfigure(options));
   } catch (error) {
+    await models?.stop();
     await engine?.close();
     mailer.close();
     await queuePool.end();
@@ -115,6 +121,7 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
         // Requests first (they may enqueue), then the jobs in flight, then the connections.
         await http?.close(config.shutdownTimeoutMs);
         await queue.stop(config.shutdownTimeoutMs);
+        await models?.stop();
         await engine?.close();
         mailer.close();
         await queuePool.end();

@@ -112,7 +112,9 @@ describe("signed result links", () => {
     const local = (target: URL) => `${app.url}${target.pathname}${target.search}`;
 
     const tampered = new URL(url);
-    tampered.searchParams.set("signature", `${url.searchParams.get("signature")?.slice(0, -1)}0`);
+    const signature = url.searchParams.get("signature") ?? "";
+    // Change the last character to one it is not, so the signature really differs.
+    tampered.searchParams.set("signature", `${signature.slice(0, -1)}${signature.endsWith("0") ? "1" : "0"}`);
     const otherPath = new URL(url);
     otherPath.pathname = otherPath.pathname.replace(".jpeg", ".png");
     const signer = new UrlSigner(AUTH_SECRET);

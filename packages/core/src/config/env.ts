@@ -1,7 +1,8 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { SALIENCY_MODEL_KINDS, type SaliencyModelKind } from "../engine/engine.ports";
+import { BUILT_IN_CATALOG, extendCatalog, findModel, type ModelCatalog, parseCatalogFile } from "../engine/models/model-catalog";
 import { PLAN_NAMES } from "./plans";
 
 /**
@@ -96,9 +97,19 @@ const envSchema = z.object({
   RETOUCH_RETENTION: duration.default(86_400_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RETOUCH_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1_000_000).max(268_000_000).default(40_000_000),
-  RETOUCH_BACKGROUND_MODEL: z.string().endsWith(".onnx", "must be the path of an .onnx file").optional(),
+  // A path (checked below, relative to baseDir) or a catalog name.
+  RETOUCH_BACKGROUND_MODEL: z.string().min(1).optional(),
   RETOUCH_BACKGROUND_MODEL_KIND: z.enum(SALIENCY_MODEL_KINDS).optional(),
   RETOUCH_BACKGROUND_MODEL_SIZE: z.coerce.number().int().min(32).max(4096).optional(),
+  RETOUCH_MODELS_DIR: z.string().min(1).optional(),
+  RETOUCH_MODEL_MIRROR: z
+    .url({ protocol: /^https?$/ })
+    // fetch refuses URLs with credentials, and they would end up in the logs.
+    .refine((url) => !/^https?:\/\/[^/]*@/.test(url), "must not contain a user name or password")
+    .optional(),
+  // `auto` is the documented name (DESIGN.md); `on` is accepted as its synonym.
+  RETOUCH_MODEL_DOWNLOAD: z.enum(["auto", "on", "off"]).default("auto"),
+  RETOUCH_MODEL_CATALOG: z.string().min(1).optional(),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -151,8 +162,20 @@ export interface Config {
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** Images (and requested outputs) above this many pixels are refused. */
   maxImagePixels: number;
-  /** An ONNX salient-object model for background removal; undefined = the built-in classical segmenter. */
+  /** An ONNX salient-object model given by path; undefined = the catalog model `models.background`, when it is there. */
   backgroundModel: { path: string; kind: SaliencyModelKind | undefined; inputSize: number | undefined } | undefined;
+  models: {
+    /** Where catalog models are kept (RETOUCH_MODELS_DIR). */
+    dir: string;
+    /** A base URL replacing the catalog's download URLs (RETOUCH_MODEL_MIRROR). */
+    mirror: string | undefined;
+    /** Fetch a missing background model at start (RETOUCH_MODEL_DOWNLOAD). */
+    download: boolean;
+    /** The built-in catalog plus the entries of RETOUCH_MODEL_CATALOG. */
+    catalog: ModelCatalog;
+    /** The catalog model for background removal: RETOUCH_BACKGROUND_MODEL's name or the default; undefined when it is a path. */
+    background: string | undefined;
+  };
 }
 
 export class ConfigError extends Error {
@@ -173,10 +196,6 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   const problems = result.success
     ? []
     : result.error.issues.map((issue) => `${issue.path.join(".") || "(environment)"}: ${issue.message}`);
-  // The file is checked here rather than in the schema because relative paths resolve against baseDir.
-  const backgroundModelPath = defined.RETOUCH_BACKGROUND_MODEL
-    ? path.resolve(baseDir, defined.RETOUCH_BACKGROUND_MODEL)
-    : undefined;
   const maxRequestBytes = result.data?.RETOUCH_MAX_REQUEST_BYTES;
   const bodyBudget = result.data?.RETOUCH_MAX_BODY_BYTES_IN_FLIGHT;
   if (maxRequestBytes !== undefined && bodyBudget !== undefined && bodyBudget < maxRequestBytes) {
@@ -184,18 +203,34 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       `RETOUCH_MAX_BODY_BYTES_IN_FLIGHT: ${bodyBudget} is below RETOUCH_MAX_REQUEST_BYTES (${maxRequestBytes}); no full-size request could ever be read`,
     );
   }
-  if (backgroundModelPath && !existsSync(backgroundModelPath)) {
+  const catalog = readCatalog(defined.RETOUCH_MODEL_CATALOG, baseDir, problems);
+  // Files are checked here rather than in the schema because relative paths resolve against baseDir.
+  const backgroundSetting = defined.RETOUCH_BACKGROUND_MODEL;
+  const backgroundIsPath = backgroundSetting !== undefined && /[/\\]|\.onnx$/.test(backgroundSetting);
+  const backgroundModelPath = backgroundIsPath ? path.resolve(baseDir, backgroundSetting) : undefined;
+  const backgroundEntry = backgroundSetting === undefined ? undefined : findModel(catalog, backgroundSetting);
+  if (backgroundSetting !== undefined && !backgroundSetting.endsWith(".onnx") && backgroundEntry?.task !== "background") {
+    const names = catalog.entries.filter((entry) => entry.task === "background").map((entry) => entry.name);
+    problems.push(
+      `RETOUCH_BACKGROUND_MODEL: "${backgroundSetting}" must be the path of an .onnx file or the name of a background model in the catalog (${names.join(", ")})`,
+    );
+  } else if (backgroundModelPath && !existsSync(backgroundModelPath)) {
     problems.push(`RETOUCH_BACKGROUND_MODEL: no file at ${backgroundModelPath}`);
+  } else if (backgroundEntry && (defined.RETOUCH_BACKGROUND_MODEL_KIND || defined.RETOUCH_BACKGROUND_MODEL_SIZE)) {
+    problems.push(
+      "RETOUCH_BACKGROUND_MODEL_KIND and _SIZE apply only to a model given by path: the catalog knows its models' input",
+    );
   }
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const e = result.data;
+  const dataDir = path.resolve(baseDir, e.RETOUCH_DATA_DIR);
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, "");
   return {
     nodeEnv: e.NODE_ENV,
     port: e.PORT,
     host: e.HOST,
     publicBaseUrl,
-    dataDir: path.resolve(baseDir, e.RETOUCH_DATA_DIR),
+    dataDir,
     databaseUrl: e.DATABASE_URL,
     embeddedPostgresPort: e.RETOUCH_EMBEDDED_PG_PORT,
     smtpUrl: e.SMTP_URL,
@@ -225,7 +260,40 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     backgroundModel: backgroundModelPath
       ? { path: backgroundModelPath, kind: e.RETOUCH_BACKGROUND_MODEL_KIND, inputSize: e.RETOUCH_BACKGROUND_MODEL_SIZE }
       : undefined,
+    models: {
+      dir: e.RETOUCH_MODELS_DIR ? path.resolve(baseDir, e.RETOUCH_MODELS_DIR) : path.join(dataDir, "models"),
+      mirror: e.RETOUCH_MODEL_MIRROR,
+      download: e.RETOUCH_MODEL_DOWNLOAD !== "off",
+      catalog,
+      background: backgroundModelPath ? undefined : (backgroundSetting ?? catalog.defaults.background),
+    },
   };
+}
+
+/** The built-in catalog, extended by a RETOUCH_MODEL_CATALOG file; its problems are added to `problems`. */
+function readCatalog(file: string | undefined, baseDir: string, problems: string[]): ModelCatalog {
+  if (!file) return BUILT_IN_CATALOG;
+  const location = path.resolve(baseDir, file);
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(location, "utf8"));
+  } catch (error) {
+    problems.push(
+      `RETOUCH_MODEL_CATALOG: cannot read ${location} as JSON (${error instanceof Error ? error.message : String(error)})`,
+    );
+    return BUILT_IN_CATALOG;
+  }
+  const parsed = parseCatalogFile(json);
+  if ("problems" in parsed) {
+    problems.push(...parsed.problems.map((problem) => `RETOUCH_MODEL_CATALOG ${location}: ${problem}`));
+    return BUILT_IN_CATALOG;
+  }
+  try {
+    return extendCatalog(BUILT_IN_CATALOG, parsed.entries);
+  } catch (error) {
+    problems.push(`RETOUCH_MODEL_CATALOG ${location}: ${error instanceof Error ? error.message : String(error)}`);
+    return BUILT_IN_CATALOG;
+  }
 }
 
 /**

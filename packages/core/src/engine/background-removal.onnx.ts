@@ -47,6 +47,9 @@ export interface OnnxBackgroundRemoverOptions {
   kind?: SaliencyModelKind;
   /** Input side for models with symbolic height/width. Default: the kind's usual size. */
   inputSize?: number;
+  /** Per-channel normalisation of RGB in 0..1, as the model's publisher gives it. Default: the kind's. */
+  mean?: [number, number, number] | undefined;
+  std?: [number, number, number] | undefined;
   /** onnxruntime intra-op threads. Default 1: the worker's concurrency decides the parallelism. */
   threads?: number;
   /** Working resolution for the edge colour estimates. */
@@ -60,7 +63,8 @@ export class OnnxBackgroundRemover implements BackgroundRemover {
   constructor(private readonly options: OnnxBackgroundRemoverOptions) {
     // A wrong path is a configuration mistake: say so at start, not at the first job.
     if (!existsSync(options.modelPath)) throw new Error(`Background model not found: ${options.modelPath}`);
-    this.preset = PRESETS[options.kind ?? inferModelKind(options.modelPath)];
+    const preset = PRESETS[options.kind ?? inferModelKind(options.modelPath)];
+    this.preset = { ...preset, mean: options.mean ?? preset.mean, std: options.std ?? preset.std };
   }
 
   /** Loads the model now instead of at the first edit. */

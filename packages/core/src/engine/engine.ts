@@ -30,6 +30,9 @@ export interface BackgroundModelOptions {
   kind?: SaliencyModelKind;
   /** Input side for models with symbolic height and width. */
   inputSize?: number;
+  /** Per-channel normalisation (RGB in 0..1); default: the kind's. */
+  mean?: [number, number, number];
+  std?: [number, number, number];
   /** onnxruntime threads per inference. Default 1. */
   threads?: number;
 }
@@ -71,6 +74,8 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
         modelPath: modelOptions.path,
         kind: modelOptions.kind,
         inputSize: modelOptions.inputSize,
+        mean: modelOptions.mean,
+        std: modelOptions.std,
         threads: modelOptions.threads,
       })
     : undefined;

@@ -8,10 +8,14 @@ import type { EngineWorkerOptions } from "./engine.worker";
 
 /** What crosses the thread boundary: plain data, the bytes as transferable arrays. */
 export type WorkerRequest = Omit<EditRequest, "image" | "mask" | "signal"> & { image: Uint8Array; mask?: Uint8Array };
-export type WorkerMessage = { kind: "edit"; id: number; request: WorkerRequest } | { kind: "cancel"; id: number };
+export type WorkerMessage =
+  | { kind: "edit"; id: number; request: WorkerRequest }
+  | { kind: "cancel"; id: number }
+  | { kind: "configure"; options: EngineWorkerOptions };
 export type WorkerReply =
-  | { id: number; ok: true; result: Omit<EditResult, "image"> & { image: Uint8Array } }
-  | { id: number; ok: false; error: { message: string; reason?: EngineFailureReason } };
+  | { kind: "edited"; id: number; ok: true; result: Omit<EditResult, "image"> & { image: Uint8Array } }
+  | { kind: "edited"; id: number; ok: false; error: { message: string; reason?: EngineFailureReason } }
+  | { kind: "configured"; ok: boolean; error?: string };
 
 interface Task {
   id: number;
@@ -24,6 +28,8 @@ interface Task {
 interface Slot {
   worker: Worker;
   task: Task | undefined;
+  /** Waiting for the thread to confirm new options, in the order they were sent. */
+  configuring: { resolve(): void; reject(error: Error): void }[];
 }
 
 const workerUrl = new URL(`./engine.worker.${import.meta.url.endsWith(".ts") ? "ts" : "js"}`, import.meta.url);
@@ -50,9 +56,28 @@ export class EnginePool implements ImageEngine {
 
   constructor(
     private readonly size: number,
-    private readonly options: EngineWorkerOptions,
+    private options: EngineWorkerOptions,
     private readonly logger: Logger,
   ) {}
+
+  /**
+   * Switches every thread to new engine options (a model that became
+   * available). Each thread loads the new engine beside the old one and swaps
+   * when it is ready, so no edit waits for the load; threads started later get
+   * the new options. If a thread cannot load it, all go back to the old
+   * options and the promise rejects.
+   */
+  async reconfigure(options: EngineWorkerOptions): Promise<void> {
+    const previous = this.options;
+    this.options = options;
+    const results = await Promise.allSettled(this.slots.map((slot) => this.configure(slot, options)));
+    const failure = results.find((result) => result.status === "rejected");
+    if (failure) {
+      this.options = previous;
+      for (const slot of this.slots) this.configure(slot, previous).catch(() => {});
+      throw failure.reason;
+    }
+  }
 
   edit(request: EditRequest): Promise<EditResult> {
     if (this.closed) return Promise.reject(new Error("the engine pool is closed"));
@@ -95,15 +120,28 @@ export class EnginePool implements ImageEngine {
       ? ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href]
       : [];
     const worker = new Worker(workerUrl, { workerData: this.options, execArgv });
-    const slot: Slot = { worker, task: undefined };
-    worker.on("message", (reply: WorkerReply) => this.settle(slot, reply));
+    const slot: Slot = { worker, task: undefined, configuring: [] };
+    worker.on("message", (reply: WorkerReply) => {
+      if (reply.kind === "edited") this.settle(slot, reply);
+      else if (reply.ok) slot.configuring.shift()?.resolve();
+      else slot.configuring.shift()?.reject(new Error(reply.error ?? "the engine thread could not load the new options"));
+    });
     worker.on("error", (error) => this.fail(slot, error));
     worker.on("exit", (code) => {
       if (slot.task) this.fail(slot, new Error(`the engine thread exited (code ${code}) during an edit`));
+      // A thread that is gone needs no new options: its replacement starts with them.
+      for (const waiter of slot.configuring.splice(0)) waiter.resolve();
       this.remove(slot);
     });
     this.slots.push(slot);
     return slot;
+  }
+
+  private configure(slot: Slot, options: EngineWorkerOptions): Promise<void> {
+    return new Promise((resolve, reject) => {
+      slot.configuring.push({ resolve, reject });
+      slot.worker.postMessage({ kind: "configure", options } satisfies WorkerMessage);
+    });
   }
 
   private run(slot: Slot, task: Task): void {
@@ -128,7 +166,7 @@ export class EnginePool implements ImageEngine {
     );
   }
 
-  private settle(slot: Slot, reply: WorkerReply): void {
+  private settle(slot: Slot, reply: Extract<WorkerReply, { kind: "edited" }>): void {
     const task = slot.task;
     if (!task || task.id !== reply.id) return;
     slot.task = undefined;

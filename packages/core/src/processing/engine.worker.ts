@@ -9,9 +9,9 @@ export type EngineWorkerOptions = Pick<ImageEngineOptions, "maxPixels" | "backgr
 /** One engine thread: edits one image at a time for the pool. */
 if (parentPort) {
   const port = parentPort;
-  const engine = createImageEngine(workerData as EngineWorkerOptions);
+  let engine = createImageEngine(workerData as EngineWorkerOptions);
   // Load the detector (and any ONNX model) while the thread waits for its first edit.
-  const warm = Promise.resolve(engine.warmUp?.()).catch(() => {
+  let warm = Promise.resolve(engine.warmUp?.()).catch(() => {
     // A model that fails to load fails the edits that need it, with their refund.
   });
   const running = new Map<number, AbortController>();
@@ -19,6 +19,23 @@ if (parentPort) {
   port.on("message", async (message: WorkerMessage) => {
     if (message.kind === "cancel") {
       running.get(message.id)?.abort();
+      return;
+    }
+    if (message.kind === "configure") {
+      // The new engine loads beside the current one, which keeps editing until the swap.
+      try {
+        const next = createImageEngine(message.options);
+        await next.warmUp?.();
+        engine = next;
+        warm = Promise.resolve();
+        port.postMessage({ kind: "configured", ok: true } satisfies WorkerReply);
+      } catch (error) {
+        port.postMessage({
+          kind: "configured",
+          ok: false,
+          error: error instanceof Error ? error.message : String(error),
+        } satisfies WorkerReply);
+      }
       return;
     }
     const controller = new AbortController();
@@ -34,9 +51,12 @@ if (parentPort) {
       });
       const bytes = new Uint8Array(result.image.byteLength);
       bytes.set(result.image);
-      port.postMessage({ id: message.id, ok: true, result: { ...result, image: bytes } } satisfies WorkerReply, [bytes.buffer]);
+      port.postMessage({ kind: "edited", id: message.id, ok: true, result: { ...result, image: bytes } } satisfies WorkerReply, [
+        bytes.buffer,
+      ]);
     } catch (error) {
       const reply: WorkerReply = {
+        kind: "edited",
         id: message.id,
         ok: false,
         error: isEngineError(error)

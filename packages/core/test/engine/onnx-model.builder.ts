@@ -142,7 +142,16 @@ export function buildOnnxModel(graph: OnnxGraph): Buffer {
  * (left out for `logits: true`, as BiRefNet exports leave it out), plus a
  * second, unused output like U2-Net's side outputs.
  */
-export function redSaliencyModel(options: { size?: Dimension; logits?: boolean; gain?: number; bias?: number } = {}): Buffer {
+export function redSaliencyModel(
+  options: {
+    size?: Dimension;
+    logits?: boolean;
+    gain?: number;
+    bias?: number;
+    /** Adds this many unused float weights, for a file of some size (download tests). */
+    padding?: number;
+  } = {},
+): Buffer {
   const size = options.size ?? 64;
   const gain = options.gain ?? 3;
   const bias = options.bias ?? -gain;
@@ -158,6 +167,9 @@ export function redSaliencyModel(options: { size?: Dimension; logits?: boolean; 
     initializers: [
       { name: "weight", dims: [1, 3, 1, 1], values: [gain, -gain, -gain] },
       { name: "bias", dims: [1], values: [bias] },
+      ...(options.padding
+        ? [{ name: "padding", dims: [options.padding], values: new Array<number>(options.padding).fill(0.5) }]
+        : []),
     ],
     nodes,
   });

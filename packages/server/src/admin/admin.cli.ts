@@ -1,7 +1,17 @@
 import { parseArgs } from "node:util";
-import { ConfigError, createAdminService, createLogger, isPlanName, loadConfig, PLAN_NAMES, RetouchError } from "@retouch/core";
+import {
+  ConfigError,
+  createAdminService,
+  createLogger,
+  isModelError,
+  isPlanName,
+  loadConfig,
+  PLAN_NAMES,
+  RetouchError,
+} from "@retouch/core";
 import { pino } from "pino";
 import { openConfiguredDatabase } from "../postgres/database";
+import { MODELS_USAGE, ModelsUsageError, runModelsCommand } from "./models.command";
 
 const USAGE = `Usage: pnpm retouch admin <command> [arguments]
 
@@ -15,7 +25,8 @@ Commands:
                                            add credits (a negative amount removes them)
   set-plan <email> <${PLAN_NAMES.join("|")}>  change the account's plan
   show <email>                             print the account's plan, credits and status
-`;
+
+${MODELS_USAGE}`;
 
 class UsageError extends Error {}
 
@@ -26,6 +37,8 @@ async function main(argv: string[]): Promise<number> {
     options: { note: { type: "string" }, help: { type: "boolean", short: "h" } },
   });
   const [scope, command, ...args] = positionals;
+  // Model commands need no database.
+  if (scope === "models" && !values.help) return runModelsCommand(command, args, loadConfig());
   if (values.help || scope !== "admin" || !command) {
     process.stdout.write(USAGE);
     return values.help ? 0 : 2;
@@ -76,15 +89,15 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError) {
-      process.stderr.write(`${error.message}\n\n${USAGE}`);
+    if (error instanceof UsageError || error instanceof ModelsUsageError) {
+      process.stderr.write(`${error.message}\n\n${error instanceof ModelsUsageError ? MODELS_USAGE : USAGE}`);
       process.exit(2);
     }
-    if (error instanceof RetouchError || error instanceof ConfigError) {
+    if (error instanceof RetouchError || error instanceof ConfigError || isModelError(error)) {
       process.stderr.write(`${error.message}\n`);
       process.exit(1);
     }
-    process.stderr.write(`admin command failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`command failed: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(1);
   },
 );

@@ -1,0 +1,257 @@
+import { z } from "zod";
+import { SALIENCY_MODEL_KINDS } from "../engine.ports";
+
+/**
+ * The models Retouch knows by name: where each is published, how to check the
+ * bytes, what the network expects as input, and under which licence the
+ * weights are. Only plain data and the rules it must follow live here; the
+ * files themselves are handled by `ModelLibrary`.
+ *
+ * Every checksum and licence below was read from a published source (see
+ * `checksumSource` and `licence.source`; docs/engine.md lists them). None was
+ * computed here: these machines reach no model host.
+ */
+
+export const MODEL_TASKS = ["background", "inpainting"] as const;
+export type ModelTask = (typeof MODEL_TASKS)[number];
+
+/** How an inpainting network takes its inputs (not used by the engine yet). */
+export const INPAINTING_MODEL_KINDS = ["lama", "migan"] as const;
+
+/** Licences under which weights may be a default (downloaded without anyone choosing them). */
+export const PERMISSIVE_LICENCES = ["MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "CC0-1.0"] as const;
+
+const triple = z.tuple([z.number(), z.number(), z.number()]);
+
+const saliencyInputSchema = z.object({
+  /** The family's conventions in `OnnxBackgroundRemover` (output activation, default size). */
+  kind: z.enum(SALIENCY_MODEL_KINDS),
+  /** Square input side the network was trained at. */
+  size: z.number().int().min(32).max(4096),
+  /** Per-channel normalisation of RGB in 0..1: (value - mean) / std. */
+  mean: triple,
+  std: triple,
+});
+
+const inpaintingInputSchema = z.object({
+  /**
+   * `lama`: float32 image 1x3xSxS in 0..1 and mask 1x1xSxS (1 = fill), output 0..255.
+   * `migan`: uint8 image 1x3xHxW and mask 1x1xHxW (255 = keep, 0 = fill), output uint8.
+   */
+  kind: z.enum(INPAINTING_MODEL_KINDS),
+  size: z.number().int().min(32).max(4096),
+});
+
+const checksumsSchema = z
+  .object({
+    sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, "must be 64 lower-case hex digits")
+      .optional(),
+    md5: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/, "must be 32 lower-case hex digits")
+      .optional(),
+  })
+  .strict();
+
+const modelName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]*$/, "must be lower-case letters, digits, dots, dashes or underscores")
+  .refine((name) => !name.endsWith(".onnx"), "must not end in .onnx (that is how a path is told from a name)");
+
+const commonFields = {
+  name: modelName,
+  title: z.string().min(1),
+  /** The file's name in the models directory and on a mirror. */
+  file: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\.onnx$/, "must be a plain file name ending in .onnx"),
+  /** Tried in order; RETOUCH_MODEL_MIRROR replaces them with `<mirror>/<file>`. */
+  urls: z.array(z.url({ protocol: /^https?$/ })).min(1),
+  /** Bytes, when published; a download of another size is refused before hashing. */
+  size: z.number().int().positive().optional(),
+  /** Every digest given must match. None = unknown: the model can be listed but not pulled. */
+  checksums: checksumsSchema.default({}),
+  /** Where the checksums were published. */
+  checksumSource: z.string().default("unknown"),
+  licence: z
+    .object({
+      /** SPDX identifier, or "unknown". */
+      id: z.string().min(1),
+      /** Where the licence is stated. */
+      source: z.string().min(1),
+      note: z.string().optional(),
+    })
+    .strict(),
+  /** The project that published the weights. */
+  project: z.url(),
+};
+
+const entrySchema = z.discriminatedUnion("task", [
+  z.object({ ...commonFields, task: z.literal("background"), input: saliencyInputSchema }).strict(),
+  z.object({ ...commonFields, task: z.literal("inpainting"), input: inpaintingInputSchema }).strict(),
+]);
+
+export type ModelEntry = z.output<typeof entrySchema>;
+export type BackgroundModelEntry = Extract<ModelEntry, { task: "background" }>;
+
+/**
+ * The catalog: its entries and, per task, the model the service uses when the
+ * operator names none. A default must have a permissive licence, a size and a
+ * checksum (see `checkCatalog`).
+ */
+export interface ModelCatalog {
+  entries: readonly ModelEntry[];
+  defaults: Partial<Record<ModelTask, string>>;
+}
+
+/** The schema of RETOUCH_MODEL_CATALOG files: extra entries (they cannot change the defaults). */
+export const catalogFileSchema = z.object({ models: z.array(entrySchema).min(1) }).strict();
+
+const IMAGENET_MEAN: [number, number, number] = [0.485, 0.456, 0.406];
+const IMAGENET_STD: [number, number, number] = [0.229, 0.224, 0.225];
+const REMBG_RELEASE = "https://github.com/danielgatis/rembg/releases/download/v0.0.0";
+
+const BUILT_IN_ENTRIES: ModelEntry[] = [
+  {
+    name: "isnet-general-use",
+    task: "background",
+    title: "IS-Net general use (DIS)",
+    file: "isnet-general-use.onnx",
+    urls: [`${REMBG_RELEASE}/isnet-general-use.onnx`],
+    size: 178_648_008,
+    checksums: {
+      sha256: "60920e99c45464f2ba57bee2ad08c919a52bbf852739e96947fbb4358c0d964a",
+      md5: "fc16ebd8b0c10d971d3513d564d01e29",
+    },
+    checksumSource:
+      "md5: rembg, rembg/sessions/dis_general_use.py (the publisher of this URL); sha256: Hugging Face LFS object id of the identical file BritishWerewolf/IS-Net onnx/model.onnx, recorded alongside rembg's md5 by independent projects",
+    // DIS and rembg normalise with mean 0.5 and no division (DIS: IS-Net/Inference.py, rembg: dis_general_use.py).
+    input: { kind: "isnet", size: 1024, mean: [0.5, 0.5, 0.5], std: [1, 1, 1] },
+    licence: {
+      id: "Apache-2.0",
+      source: "https://github.com/xuebinqin/DIS (LICENSE.md; README §7: code and evaluation metric under Apache-2.0)",
+      note: "The weights are published from the Apache-2.0 DIS repository with no licence of their own; the DIS5K training set's terms allow only non-commercial research. img.ly lists the same weights as MIT.",
+    },
+    project: "https://github.com/xuebinqin/DIS",
+  },
+  {
+    name: "birefnet-general-lite",
+    task: "background",
+    title: "BiRefNet general, lite (Swin-T)",
+    file: "birefnet-general-lite.onnx",
+    urls: [
+      `${REMBG_RELEASE}/BiRefNet-general-bb_swin_v1_tiny-epoch_232.onnx`,
+      "https://github.com/ZhengPeng7/BiRefNet/releases/download/v1/BiRefNet-general-bb_swin_v1_tiny-epoch_232.onnx",
+    ],
+    size: 224_005_088,
+    checksums: {
+      sha256: "5600024376f572a557870a5eb0afb1e5961636bef4e1e22132025467d0f03333",
+      md5: "4fab47adc4ff364be1713e97b7e66334",
+    },
+    checksumSource:
+      "md5: rembg, rembg/sessions/birefnet_general_lite.py; sha256: Hugging Face LFS object id of the identical file onnx-community/BiRefNet_lite-ONNX onnx/model.onnx, recorded with rembg's md5 by independent projects",
+    input: { kind: "birefnet", size: 1024, mean: IMAGENET_MEAN, std: IMAGENET_STD },
+    licence: { id: "MIT", source: "https://github.com/ZhengPeng7/BiRefNet (LICENSE)" },
+    project: "https://github.com/ZhengPeng7/BiRefNet",
+  },
+  {
+    name: "u2netp",
+    task: "background",
+    title: "U²-Net small (u2netp)",
+    file: "u2netp.onnx",
+    urls: [`${REMBG_RELEASE}/u2netp.onnx`],
+    size: 4_574_861,
+    checksums: {
+      sha256: "309c8469258dda742793dce0ebea8e6dd393174f89934733ecc8b14c76f4ddd8",
+      md5: "8e83ca70e441ab06c318d82300c84806",
+    },
+    checksumSource:
+      "md5: rembg, rembg/sessions/u2netp.py; sha256: Hugging Face LFS object id of the identical file BritishWerewolf/U-2-Netp onnx/model.onnx, recorded by independent projects",
+    input: { kind: "u2net", size: 320, mean: IMAGENET_MEAN, std: IMAGENET_STD },
+    licence: { id: "Apache-2.0", source: "https://github.com/xuebinqin/U-2-Net (LICENSE)" },
+    project: "https://github.com/xuebinqin/U-2-Net",
+  },
+  {
+    name: "lama",
+    task: "inpainting",
+    title: "LaMa (big-lama), fp32 ONNX export",
+    file: "lama.onnx",
+    urls: ["https://huggingface.co/Carve/LaMa-ONNX/resolve/main/lama_fp32.onnx"],
+    size: 208_044_816,
+    checksums: { sha256: "1faef5301d78db7dda502fe59966957ec4b79dd64e16f03ed96913c7a4eb68d6" },
+    checksumSource: "sha256: Hugging Face LFS object id of Carve/LaMa-ONNX lama_fp32.onnx",
+    input: { kind: "lama", size: 512 },
+    licence: {
+      id: "Apache-2.0",
+      source: "https://huggingface.co/Carve/LaMa-ONNX (model card) and https://github.com/advimman/lama (LICENSE)",
+    },
+    project: "https://github.com/advimman/lama",
+  },
+  {
+    name: "migan",
+    task: "inpainting",
+    title: "MI-GAN 512 (Places2), ONNX pipeline",
+    file: "migan.onnx",
+    urls: ["https://huggingface.co/andraniksargsyan/migan/resolve/main/migan_pipeline_v2.onnx"],
+    size: 28_079_181,
+    checksums: { sha256: "6f1f3530a1a2324b19752018ce756088b07973cda8d7d890034ace5c8a48c40b" },
+    checksumSource:
+      "sha256: Hugging Face LFS object id of andraniksargsyan/migan migan_pipeline_v2.onnx (the file MI-GAN's README links)",
+    input: { kind: "migan", size: 512 },
+    licence: { id: "MIT", source: "https://github.com/Picsart-AI-Research/MI-GAN (LICENSE and LICENSE-WEIGHTS)" },
+    project: "https://github.com/Picsart-AI-Research/MI-GAN",
+  },
+];
+
+export const BUILT_IN_CATALOG: ModelCatalog = checkCatalog({
+  entries: BUILT_IN_ENTRIES,
+  // Inpainting has no default yet: the engine does not run a learned inpainter, PatchMatch is the default.
+  defaults: { background: "isnet-general-use" },
+});
+
+export function isPermissive(licenceId: string): boolean {
+  return (PERMISSIVE_LICENCES as readonly string[]).includes(licenceId);
+}
+
+export function hasChecksum(entry: ModelEntry): boolean {
+  return entry.checksums.sha256 !== undefined || entry.checksums.md5 !== undefined;
+}
+
+/** Throws when a name repeats or a default breaks the rules; returns the catalog unchanged. */
+export function checkCatalog(catalog: ModelCatalog): ModelCatalog {
+  const names = new Set<string>();
+  for (const entry of catalog.entries) {
+    if (names.has(entry.name)) throw new Error(`The model catalog names "${entry.name}" twice.`);
+    names.add(entry.name);
+  }
+  for (const [task, name] of Object.entries(catalog.defaults)) {
+    const entry = catalog.entries.find((candidate) => candidate.name === name);
+    if (!entry || entry.task !== task)
+      throw new Error(`The default ${task} model "${name}" is not a ${task} model of the catalog.`);
+    if (!isPermissive(entry.licence.id)) {
+      throw new Error(`"${name}" cannot be a default: its licence (${entry.licence.id}) is not a permissive one.`);
+    }
+    if (!hasChecksum(entry) || entry.size === undefined) {
+      throw new Error(`"${name}" cannot be a default: its checksum or size is unknown.`);
+    }
+  }
+  return catalog;
+}
+
+/** The built-in catalog with a file's entries added; an entry with a built-in name replaces it (and loses default status). */
+export function extendCatalog(base: ModelCatalog, extra: readonly ModelEntry[]): ModelCatalog {
+  const replaced = new Set(extra.map((entry) => entry.name));
+  const defaults = Object.fromEntries(Object.entries(base.defaults).filter(([, name]) => name && !replaced.has(name)));
+  return checkCatalog({ entries: [...base.entries.filter((entry) => !replaced.has(entry.name)), ...extra], defaults });
+}
+
+export function findModel(catalog: ModelCatalog, name: string): ModelEntry | undefined {
+  return catalog.entries.find((entry) => entry.name === name);
+}
+
+/** Parses the content of a RETOUCH_MODEL_CATALOG file; problems are listed one per line. */
+export function parseCatalogFile(json: unknown): { entries: ModelEntry[] } | { problems: string[] } {
+  const result = catalogFileSchema.safeParse(json);
+  if (result.success) return { entries: result.data.models };
+  return { problems: result.error.issues.map((issue) => `${issue.path.join(".") || "(file)"}: ${issue.message}`) };
+}

@@ -1,0 +1,302 @@
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, open, rename, rm, stat, utimes } from "node:fs/promises";
+import { hostname } from "node:os";
+import path from "node:path";
+import { hasChecksum, type ModelEntry } from "./model-catalog";
+import { ModelError } from "./model-error";
+
+/**
+ * Fetches one catalog model into a directory: into `<file>.part` first, with
+ * an HTTP Range request when a part is already there (an interrupted transfer
+ * resumes, across attempts and across restarts), then the checksum, then an
+ * atomic rename. A file under its final name has always been verified. A
+ * `<file>.lock` keeps two processes sharing the directory from writing the
+ * same part.
+ */
+
+export interface DownloadProgress {
+  model: string;
+  url: string;
+  /** Bytes of the file on disk so far, resumed ones included. */
+  received: number;
+  /** The file's size when known (catalog, Content-Range or Content-Length). */
+  total: number | undefined;
+  /** Bytes that were already on disk when this attempt started. */
+  resumedFrom: number;
+}
+
+export interface DownloadOptions {
+  entry: ModelEntry;
+  dir: string;
+  /** A base URL replacing the entry's own URLs: the file is fetched from `<mirror>/<file>`. */
+  mirror?: string | undefined;
+  onProgress?: (progress: DownloadProgress) => void;
+  /** An attempt failed and another follows (resuming where it stopped, or the next URL). */
+  onRetry?: (info: { url: string; attempt: number; error: Error }) => void;
+  signal?: AbortSignal | undefined;
+  /** Attempts per URL. Default 3. */
+  attempts?: number;
+  /** Pause before the next attempt. Default 1 s. */
+  retryDelayMs?: number;
+  /** An attempt that receives nothing for this long is abandoned (and resumed). Default 30 s. */
+  stallTimeoutMs?: number;
+}
+
+export interface DownloadResult {
+  path: string;
+  url: string;
+  bytes: number;
+  /** Bytes reused from an earlier, interrupted transfer. */
+  resumedFrom: number;
+}
+
+/** A lock not refreshed for this long belongs to a process that died. */
+const LOCK_STALE_MS = 60_000;
+
+export function partPath(finalPath: string): string {
+  return `${finalPath}.part`;
+}
+
+export function lockPath(finalPath: string): string {
+  return `${finalPath}.lock`;
+}
+
+/** Where the file is fetched from, in order. */
+export function downloadUrls(entry: ModelEntry, mirror: string | undefined): string[] {
+  return mirror ? [`${mirror.replace(/\/+$/, "")}/${encodeURIComponent(entry.file)}`] : [...entry.urls];
+}
+
+export async function downloadModel(options: DownloadOptions): Promise<DownloadResult> {
+  const { entry, dir } = options;
+  if (!hasChecksum(entry)) {
+    throw new ModelError(
+      "unverifiable",
+      `No checksum is published for ${entry.name}, so it is never downloaded automatically; fetch it yourself and set RETOUCH_BACKGROUND_MODEL to its path.`,
+    );
+  }
+  await mkdir(dir, { recursive: true });
+  const finalPath = path.join(dir, entry.file);
+  const lock = await acquireLock(lockPath(finalPath), entry.name);
+  try {
+    let lastError: Error | undefined;
+    for (const url of downloadUrls(entry, options.mirror)) {
+      let fetched: { resumedFrom: number } | undefined;
+      const attempts = Math.max(1, options.attempts ?? 3);
+      for (let attempt = 1; attempt <= attempts && !fetched; attempt++) {
+        try {
+          fetched = await fetchInto(url, partPath(finalPath), options);
+        } catch (error) {
+          if (options.signal?.aborted) throw new ModelError("cancelled", `The download of ${entry.name} was cancelled.`);
+          lastError = error instanceof Error ? error : new Error(String(error));
+          if (!isRetriable(error) || attempt === attempts) break;
+          options.onRetry?.({ url, attempt, error: lastError });
+          await delay(options.retryDelayMs ?? 1000, options.signal);
+        }
+      }
+      if (!fetched) continue;
+      let mismatch = await checkFile(entry, partPath(finalPath));
+      if (mismatch && fetched.resumedFrom > 0) {
+        // The bytes kept from before may be what is wrong (a part from another version): once more from zero.
+        options.onRetry?.({
+          url,
+          attempt: attempts,
+          error: new Error(`the resumed file does not verify (${mismatch}), so it is fetched whole`),
+        });
+        await rm(partPath(finalPath), { force: true });
+        fetched = await fetchInto(url, partPath(finalPath), options).catch((error: unknown) => {
+          lastError = error instanceof Error ? error : new Error(String(error));
+          return undefined;
+        });
+        if (!fetched) continue;
+        mismatch = await checkFile(entry, partPath(finalPath));
+      }
+      if (mismatch) {
+        await rm(partPath(finalPath), { force: true });
+        lastError = new ModelError(
+          "checksum_mismatch",
+          `The file downloaded for ${entry.name} from ${url} is not the published one (${mismatch}); it was deleted.${
+            options.mirror ? " Check the mirror's copy." : ""
+          }`,
+        );
+        continue;
+      }
+      await rename(partPath(finalPath), finalPath);
+      const { size } = await stat(finalPath);
+      return { path: finalPath, url, bytes: size, resumedFrom: fetched.resumedFrom };
+    }
+    throw lastError instanceof ModelError
+      ? lastError
+      : new ModelError("download_failed", `Could not download ${entry.name}: ${lastError?.message ?? "no URL to try"}.`, {
+          cause: lastError,
+        });
+  } finally {
+    await lock.release();
+  }
+}
+
+/**
+ * Checks a file against the entry's size and every published digest.
+ * Returns what differs, or undefined when the file is the published one.
+ */
+export async function checkFile(entry: ModelEntry, filePath: string): Promise<string | undefined> {
+  const { size } = await stat(filePath);
+  if (entry.size !== undefined && size !== entry.size) return `${size} bytes instead of ${entry.size}`;
+  const algorithms = (["sha256", "md5"] as const).filter((algorithm) => entry.checksums[algorithm] !== undefined);
+  const hashes = algorithms.map((algorithm) => createHash(algorithm));
+  for await (const chunk of createReadStream(filePath)) for (const hash of hashes) hash.update(chunk as Buffer);
+  for (const [index, algorithm] of algorithms.entries()) {
+    const actual = hashes[index]?.digest("hex");
+    const expected = entry.checksums[algorithm];
+    if (actual !== expected) return `${algorithm} ${actual}, expected ${expected}`;
+  }
+  return undefined;
+}
+
+class AttemptError extends Error {
+  constructor(
+    message: string,
+    readonly retriable: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+function isRetriable(error: unknown): boolean {
+  // Anything but a definite answer from the host (a 404, a 403) may be transient: a reset, a stall, a 503.
+  return !(error instanceof AttemptError) || error.retriable;
+}
+
+/** One HTTP request that appends to the part file, resuming from its current size. */
+async function fetchInto(url: string, part: string, options: DownloadOptions): Promise<{ resumedFrom: number }> {
+  const { entry } = options;
+  let offset = (await stat(part).catch(() => undefined))?.size ?? 0;
+  if (entry.size !== undefined && offset > entry.size) {
+    await rm(part, { force: true });
+    offset = 0;
+  }
+  if (entry.size !== undefined && offset === entry.size) return { resumedFrom: offset };
+
+  const stallMs = options.stallTimeoutMs ?? 30_000;
+  const controller = new AbortController();
+  const stall = setTimeout(() => controller.abort(new Error(`no data for ${stallMs / 1000} s`)), stallMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+  try {
+    let response: Response;
+    try {
+      response = await fetch(url, { headers: offset > 0 ? { range: `bytes=${offset}-` } : {}, redirect: "follow", signal });
+    } catch (error) {
+      throw new AttemptError(`${url} could not be reached: ${describe(error, signal)}`, true, { cause: error });
+    }
+    if (response.status === 416 && offset > 0) {
+      // The part is no prefix of what the host has now: start over.
+      await rm(part, { force: true });
+      await response.body?.cancel();
+      throw new AttemptError(`${url} refused to resume at byte ${offset}, so it is fetched whole`, true);
+    }
+    if (response.status !== 200 && response.status !== 206) {
+      await response.body?.cancel();
+      const retriable = response.status >= 500 || response.status === 408 || response.status === 429;
+      throw new AttemptError(`${url} answered HTTP ${response.status}`, retriable);
+    }
+    let resumedFrom = 0;
+    let total = entry.size;
+    if (response.status === 206) {
+      const range = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(response.headers.get("content-range") ?? "");
+      if (!range || Number(range[1]) !== offset) {
+        await rm(part, { force: true });
+        await response.body?.cancel();
+        throw new AttemptError(`${url} resumed at the wrong place, so it is fetched whole`, true);
+      }
+      resumedFrom = offset;
+      if (range[3] !== "*") total ??= Number(range[3]);
+    } else {
+      // A host that ignores Range sends the whole file: write it from the start.
+      const length = Number(response.headers.get("content-length"));
+      if (Number.isFinite(length) && length > 0) total ??= length;
+    }
+    if (!response.body) throw new AttemptError(`${url} sent no body`, true);
+
+    const handle = await open(part, resumedFrom > 0 ? "a" : "w");
+    let received = resumedFrom;
+    try {
+      options.onProgress?.({ model: entry.name, url, received, total, resumedFrom });
+      for await (const chunk of response.body) {
+        stall.refresh();
+        await handle.write(chunk);
+        received += chunk.byteLength;
+        options.onProgress?.({ model: entry.name, url, received, total, resumedFrom });
+      }
+    } catch (error) {
+      throw new AttemptError(`the transfer from ${url} stopped after ${received} bytes: ${describe(error, signal)}`, true, {
+        cause: error,
+      });
+    } finally {
+      await handle.close();
+    }
+    if (total !== undefined && received < total) {
+      throw new AttemptError(`the transfer from ${url} ended after ${received} of ${total} bytes`, true);
+    }
+    return { resumedFrom };
+  } finally {
+    clearTimeout(stall);
+  }
+}
+
+function describe(error: unknown, signal: AbortSignal): string {
+  if (signal.aborted && signal.reason instanceof Error) return signal.reason.message;
+  const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : "";
+  return `${error instanceof Error ? error.message : String(error)}${cause}`;
+}
+
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Whether a live process holds the download lock of this model file. */
+export async function isLocked(finalPath: string): Promise<boolean> {
+  const info = await stat(lockPath(finalPath)).catch(() => undefined);
+  return info !== undefined && Date.now() - info.mtimeMs < LOCK_STALE_MS;
+}
+
+async function acquireLock(file: string, model: string): Promise<{ release(): Promise<void> }> {
+  const busy = new ModelError("busy", `Another process is downloading ${model} (lock file ${file}); wait for it to finish.`);
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      const handle = await open(file, "wx");
+      await handle.writeFile(JSON.stringify({ holder: `${hostname()}:${process.pid}`, since: new Date().toISOString() }));
+      await handle.close();
+      return keepLock(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const info = await stat(file).catch(() => undefined);
+      // A lock its owner stopped refreshing belongs to a process that died mid-download: take over (the part is resumed).
+      if (tries > 0 || (info && Date.now() - info.mtimeMs < LOCK_STALE_MS)) throw busy;
+      await rm(file, { force: true });
+    }
+  }
+  throw busy;
+}
+
+function keepLock(file: string): { release(): Promise<void> } {
+  const keepAlive = setInterval(() => {
+    const now = new Date();
+    utimes(file, now, now).catch(() => {});
+  }, LOCK_STALE_MS / 4);
+  keepAlive.unref();
+  return {
+    async release() {
+      clearInterval(keepAlive);
+      await rm(file, { force: true });
+    },
+  };
+}

@@ -1,0 +1,223 @@
+import { mkdtemp, readdir, readFile, utimes, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import {
+  BUILT_IN_CATALOG,
+  isPermissive,
+  type ModelCatalog,
+  type ModelEntry,
+  ModelLibrary,
+  OnnxBackgroundRemover,
+  parseConfig,
+} from "@retouch/core";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { freePort } from "../../../../test/support/free-port";
+import { type ModelMirror, sha256Of, startModelMirror, writeTestCatalog } from "../../../../test/support/model-mirror";
+import { checkCatalog, extendCatalog } from "../../src/engine/models/model-catalog";
+import { redSaliencyModel } from "./onnx-model.builder";
+
+/** A real ONNX model (about 64 kB) served by a real HTTP server on loopback. */
+const model = redSaliencyModel({ padding: 16_000 });
+const FILE = "test-red.onnx";
+let mirror: ModelMirror;
+let catalog: ModelCatalog;
+let dir: string;
+
+function library(options: { mirror?: string } = {}): ModelLibrary {
+  return new ModelLibrary({ dir, catalog, mirror: options.mirror ?? mirror.url });
+}
+
+const quick = { retryDelayMs: 10 };
+
+beforeAll(async () => {
+  mirror = await startModelMirror();
+  mirror.serve(FILE, model);
+  // The catalog comes through RETOUCH_MODEL_CATALOG, as an operator's would.
+  const catalogDir = await mkdtemp(path.join(os.tmpdir(), "retouch-catalog-"));
+  const config = parseConfig({
+    RETOUCH_MODEL_CATALOG: await writeTestCatalog(catalogDir, [
+      { name: "test-red", bytes: model },
+      { name: "test-wrong", bytes: model, sha256: sha256Of(Buffer.from("another file")) },
+    ]),
+  });
+  catalog = config.models.catalog;
+  mirror.serve("test-wrong.onnx", model);
+});
+afterAll(() => mirror.close());
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "retouch-models-"));
+  mirror.requests.length = 0;
+  mirror.ignoreRange(false);
+});
+
+describe("the built-in catalog", () => {
+  it("gives every model its URLs, size, sha256, input and licence; defaults are permissive and verifiable", () => {
+    const names = BUILT_IN_CATALOG.entries.map((entry) => entry.name);
+    expect(names).toEqual(["isnet-general-use", "birefnet-general-lite", "u2netp", "lama", "migan"]);
+    for (const entry of BUILT_IN_CATALOG.entries) {
+      expect(entry.urls.every((url) => url.startsWith("https://"))).toBe(true);
+      expect(entry.size).toBeGreaterThan(1_000_000);
+      expect(entry.checksums.sha256).toMatch(/^[0-9a-f]{64}$/);
+      expect(entry.licence.source).not.toBe("");
+      expect(entry.checksumSource).not.toBe("unknown");
+    }
+    expect(BUILT_IN_CATALOG.defaults).toEqual({ background: "isnet-general-use" });
+    const isnet = BUILT_IN_CATALOG.entries[0] as ModelEntry;
+    expect(isPermissive(isnet.licence.id)).toBe(true);
+    expect(isnet.input).toEqual({ kind: "isnet", size: 1024, mean: [0.5, 0.5, 0.5], std: [1, 1, 1] });
+  });
+
+  it("refuses a default with a licence that is not permissive, or with no checksum", () => {
+    const isnet = BUILT_IN_CATALOG.entries[0] as ModelEntry;
+    const restricted = { ...isnet, name: "rmbg", licence: { id: "bria-rmbg-1.4", source: "model card" } };
+    expect(() => checkCatalog({ entries: [restricted], defaults: { background: "rmbg" } })).toThrow(/not a permissive one/);
+    const unverified = { ...isnet, name: "mystery", checksums: {} };
+    expect(() => checkCatalog({ entries: [unverified], defaults: { background: "mystery" } })).toThrow(
+      /checksum or size is unknown/,
+    );
+    // An operator's file may add such a model (to be chosen by name), but it never becomes a default.
+    const extended = extendCatalog(BUILT_IN_CATALOG, [{ ...restricted, name: "isnet-general-use" }]);
+    expect(extended.defaults.background).toBeUndefined();
+  });
+
+  it("is what RETOUCH_BACKGROUND_MODEL names are checked against; paths still work", async () => {
+    expect(parseConfig({}).models).toMatchObject({ background: "isnet-general-use", download: true, mirror: undefined });
+    expect(parseConfig({ RETOUCH_BACKGROUND_MODEL: "u2netp", RETOUCH_MODEL_DOWNLOAD: "off" }).models).toMatchObject({
+      background: "u2netp",
+      download: false,
+    });
+    expect(parseConfig({ RETOUCH_DATA_DIR: "/srv/retouch" }).models.dir).toBe("/srv/retouch/models");
+    expect(parseConfig({ RETOUCH_MODELS_DIR: "/models" }).models.dir).toBe("/models");
+    const problems = (env: Record<string, string>) => {
+      try {
+        parseConfig(env);
+        return "";
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    expect(problems({ RETOUCH_BACKGROUND_MODEL: "lama" })).toMatch(
+      /name of a background model in the catalog \(isnet-general-use/,
+    );
+    expect(problems({ RETOUCH_BACKGROUND_MODEL: "u2netp", RETOUCH_BACKGROUND_MODEL_KIND: "isnet" })).toMatch(
+      /apply only to a model given by path/,
+    );
+    expect(problems({ RETOUCH_MODEL_MIRROR: "ftp://mirror" })).toMatch(/RETOUCH_MODEL_MIRROR/);
+    expect(problems({ RETOUCH_MODEL_MIRROR: "https://user:secret@mirror/models" })).toMatch(
+      /RETOUCH_MODEL_MIRROR: must not contain a user name or password/,
+    );
+    expect(problems({ RETOUCH_MODEL_DOWNLOAD: "later" })).toMatch(/RETOUCH_MODEL_DOWNLOAD/);
+    const badCatalog = path.join(dir, "bad.json");
+    await writeFile(badCatalog, JSON.stringify({ models: [{ name: "x", task: "background" }] }));
+    expect(problems({ RETOUCH_MODEL_CATALOG: badCatalog })).toMatch(/RETOUCH_MODEL_CATALOG .*bad\.json: models\.0\.file/);
+    const modelFile = path.join(dir, "isnet-custom.onnx");
+    await writeFile(modelFile, model);
+    expect(parseConfig({ RETOUCH_BACKGROUND_MODEL: modelFile })).toMatchObject({
+      backgroundModel: { path: modelFile },
+      models: { background: undefined },
+    });
+  });
+});
+
+describe("pulling a model from a mirror", () => {
+  it("downloads it, verifies the checksum, and the file loads as an ONNX model", async () => {
+    const models = library();
+    expect(await models.status("test-red")).toMatchObject({ state: "missing" });
+    const result = await models.pull("test-red");
+    expect(result).toMatchObject({ downloaded: true, bytes: model.length, resumedFrom: 0, path: path.join(dir, FILE) });
+    expect(await readFile(result.path)).toEqual(model);
+    expect(await readdir(dir)).toEqual([FILE]);
+    expect(mirror.requests).toEqual([{ file: FILE, range: undefined, status: 200 }]);
+    expect(await models.status("test-red")).toMatchObject({ state: "installed", bytes: model.length });
+    await new OnnxBackgroundRemover({ modelPath: result.path, kind: "u2net" }).load();
+    // Pulling again checks the installed copy and fetches nothing.
+    expect(await models.pull("test-red")).toMatchObject({ downloaded: false });
+    expect(mirror.requests).toHaveLength(1);
+  });
+
+  it("resumes an interrupted transfer with a Range request", async () => {
+    mirror.cutNext(FILE, 30_000);
+    const retries: string[] = [];
+    const result = await library().pull("test-red", { ...quick, onRetry: ({ error }) => void retries.push(error.message) });
+    expect(retries).toHaveLength(1);
+    expect(retries[0]).toMatch(/stopped after 30000 bytes/);
+    expect(mirror.requests).toEqual([
+      { file: FILE, range: undefined, status: 200 },
+      { file: FILE, range: "bytes=30000-", status: 206 },
+    ]);
+    expect(result).toMatchObject({ downloaded: true, resumedFrom: 30_000, bytes: model.length });
+    expect(await readFile(result.path)).toEqual(model);
+  });
+
+  it("resumes after a restart from the part left on disk", async () => {
+    mirror.cutNext(FILE, 20_000);
+    // One attempt only: the process "dies" with a part file on disk.
+    await expect(library().pull("test-red", { attempts: 1 })).rejects.toMatchObject({ reason: "download_failed" });
+    expect(await library().status("test-red")).toMatchObject({ state: "partial", bytes: 20_000 });
+    const result = await library().pull("test-red");
+    expect(mirror.requests.at(-1)).toEqual({ file: FILE, range: "bytes=20000-", status: 206 });
+    expect(await readFile(result.path)).toEqual(model);
+  });
+
+  it("restarts cleanly when the kept part is not the start of the file, or the host ignores Range", async () => {
+    await writeFile(path.join(dir, `${FILE}.part`), Buffer.alloc(150, 7));
+    const retries: string[] = [];
+    const result = await library().pull("test-red", { ...quick, onRetry: ({ error }) => void retries.push(error.message) });
+    expect(retries[0]).toMatch(/resumed file does not verify .* fetched whole/);
+    expect(mirror.requests.map((request) => request.range)).toEqual(["bytes=150-", undefined]);
+    expect(await readFile(result.path)).toEqual(model);
+
+    mirror.requests.length = 0;
+    await library().remove("test-red");
+    await writeFile(path.join(dir, `${FILE}.part`), model.subarray(0, 100));
+    mirror.ignoreRange(true);
+    const whole = await library().pull("test-red");
+    expect(mirror.requests).toEqual([{ file: FILE, range: "bytes=100-", status: 200 }]);
+    expect(whole.resumedFrom).toBe(0);
+    expect(await readFile(whole.path)).toEqual(model);
+  });
+
+  it("deletes a file whose checksum does not match and says so", async () => {
+    const error = await library()
+      .pull("test-wrong")
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ name: "ModelError", reason: "checksum_mismatch" });
+    expect((error as Error).message).toMatch(
+      /test-wrong from http:\/\/127\.0\.0\.1:\d+\/models\/test-wrong\.onnx is not the published one \(sha256 [0-9a-f]{64}, expected [0-9a-f]{64}\); it was deleted\. Check the mirror's copy\./,
+    );
+    expect(await readdir(dir)).toEqual([]);
+    expect(await library().status("test-wrong")).toMatchObject({ state: "missing" });
+  });
+
+  it("fails with a reason a person can act on when the mirror cannot be reached", async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const error = await library({ mirror: closed })
+      .pull("test-red", quick)
+      .catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ reason: "download_failed" });
+    expect((error as Error).message).toMatch(
+      /Could not download test-red: http:\/\/127\.0\.0\.1:\d+\/test-red\.onnx could not be reached/,
+    );
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("leaves a download that another process holds alone, and takes over a dead one's", async () => {
+    const lock = path.join(dir, `${FILE}.lock`);
+    await writeFile(lock, "{}");
+    await expect(library().pull("test-red")).rejects.toMatchObject({ reason: "busy" });
+    await expect(library().remove("test-red")).rejects.toMatchObject({ reason: "busy" });
+    const old = new Date(Date.now() - 5 * 60_000);
+    await utimes(lock, old, old);
+    expect(await library().pull("test-red")).toMatchObject({ downloaded: true });
+    expect(await readdir(dir)).toEqual([FILE]);
+  });
+
+  it("removes the file and any part; an unknown name lists the known ones", async () => {
+    const models = library();
+    await models.pull("test-red");
+    await writeFile(path.join(dir, `${FILE}.part`), "x");
+    expect(await models.remove("test-red")).toEqual([path.join(dir, FILE), path.join(dir, `${FILE}.part`)]);
+    expect(await models.remove("test-red")).toEqual([]);
+    expect(() => models.entry("nope")).toThrow(/No model named "nope" in the catalog \(known: isnet-general-use, .*test-red/);
+  });
+});
