@@ -1,8 +1,8 @@
+import { readFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { EngineError } from "../../src/engine/engine-error";
-import { readFile } from "node:fs/promises";
 import {
   checkImageStructure,
   DEFAULT_MAX_PIXELS,
@@ -114,7 +114,8 @@ describe("checkImageStructure", () => {
 
   it("accepts real photographs in every input format, and bytes after a JPEG's end (camera trailers)", async () => {
     const files = await encodings();
-    for (const [name, bytes] of Object.entries(files)) expect(() => checkImageStructure(bytes, formatOf(bytes)), name).not.toThrow();
+    for (const [name, bytes] of Object.entries(files))
+      expect(() => checkImageStructure(bytes, formatOf(bytes)), name).not.toThrow();
     const trailer = Buffer.concat([files.jpeg, Buffer.from("vendor trailer data")]);
     expect(() => checkImageStructure(trailer, "jpeg")).not.toThrow();
   });
@@ -123,9 +124,7 @@ describe("checkImageStructure", () => {
     for (const [name, bytes] of Object.entries(await encodings())) {
       for (const keep of [bytes.length - 1, bytes.length - 2, Math.floor(bytes.length / 2), 200, 40, 13]) {
         const cut = bytes.subarray(0, keep);
-        expect(() => checkImageStructure(cut, formatOf(bytes)), `${name} cut to ${keep} bytes`).toThrow(
-          /truncated|damaged/,
-        );
+        expect(() => checkImageStructure(cut, formatOf(bytes)), `${name} cut to ${keep} bytes`).toThrow(/truncated|damaged/);
         await expect(inspectImage(cut)).rejects.toMatchObject({ reason: "unsupported_image" });
       }
     }
