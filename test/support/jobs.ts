@@ -1,5 +1,5 @@
-import pg from "pg";
 import { newId, type Services } from "@retouch/core";
+import pg from "pg";
 
 /**
  * A pending job written straight to the database, as a submission would, but

@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import sharp from "sharp";
+import sharp, { type Sharp } from "sharp";
 
 /**
  * Camera-sized inputs, built at test time from a real photograph (coffee.jpg,
@@ -10,7 +10,7 @@ import sharp from "sharp";
  */
 const photograph = new URL("../../packages/core/test/engine/fixtures/coffee.jpg", import.meta.url);
 
-async function grainy(width: number, height: number, grain: number): Promise<sharp.Sharp> {
+async function grainy(width: number, height: number, grain: number): Promise<Sharp> {
   const { data } = await sharp(await readFile(photograph))
     .resize(width, height, { fit: "cover" })
     .removeAlpha()
@@ -22,7 +22,8 @@ async function grainy(width: number, height: number, grain: number): Promise<sha
     return (state >>> 16) & 255;
   };
   // The sum of two uniform draws: a triangular, roughly Gaussian grain.
-  for (let i = 0; i < data.length; i++) data[i] = Math.max(0, Math.min(255, (data[i] ?? 0) + ((next() + next() - 255) * grain) / 74));
+  for (let i = 0; i < data.length; i++)
+    data[i] = Math.max(0, Math.min(255, (data[i] ?? 0) + ((next() + next() - 255) * grain) / 74));
   return sharp(data, { raw: { width, height, channels: 3 } });
 }
 

@@ -53,30 +53,34 @@ describe("over REST, edited end to end", () => {
   it.each([
     ["a 12 MP camera JPEG", () => jpeg, 4000, 3000],
     ["a 20 MB PNG", () => png, 3200, 2400],
-  ])("%s: accepted, made black and white at full size, downloaded", async (_label, image, width, height) => {
-    const account = await keyedAccount(app);
-    const colours = await channelMeans(image());
-    expect(Math.max(...colours) - Math.min(...colours)).toBeGreaterThan(5);
+  ])(
+    "%s: accepted, made black and white at full size, downloaded",
+    async (_label, image, width, height) => {
+      const account = await keyedAccount(app);
+      const colours = await channelMeans(image());
+      expect(Math.max(...colours) - Math.min(...colours)).toBeGreaterThan(5);
 
-    const submitted = await request(app.url, "POST", "/api/process", {
-      key: account.key,
-      body: { image: base64(image()), prompt: "make it black and white" },
-    });
-    expect(submitted.status, submitted.text).toBe(200);
-    expect(submitted.body.credits_remaining).toBe(9);
+      const submitted = await request(app.url, "POST", "/api/process", {
+        key: account.key,
+        body: { image: base64(image()), prompt: "make it black and white" },
+      });
+      expect(submitted.status, submitted.text).toBe(200);
+      expect(submitted.body.credits_remaining).toBe(9);
 
-    const status = await waitForJob(app.url, account.key, submitted.body.job_id, 180_000);
-    expect(status).toMatchObject({ status: "done", width, height, format: "jpeg", credits_used: 1 });
-    const result = await request(app.url, "GET", `/api/process/result?job_id=${submitted.body.job_id}`, { key: account.key });
-    expect(result.status).toBe(200);
-    const link = new URL(result.body.url);
-    const download = await fetch(`${app.url}${link.pathname}${link.search}`);
-    expect(download.status).toBe(200);
-    const output = Buffer.from(await download.arrayBuffer());
-    expect(await sharp(output).metadata()).toMatchObject({ format: "jpeg", width, height });
-    const grey = await channelMeans(output);
-    expect(Math.max(...grey) - Math.min(...grey)).toBeLessThan(1);
-  }, 240_000);
+      const status = await waitForJob(app.url, account.key, submitted.body.job_id, 180_000);
+      expect(status).toMatchObject({ status: "done", width, height, format: "jpeg", credits_used: 1 });
+      const result = await request(app.url, "GET", `/api/process/result?job_id=${submitted.body.job_id}`, { key: account.key });
+      expect(result.status).toBe(200);
+      const link = new URL(result.body.url);
+      const download = await fetch(`${app.url}${link.pathname}${link.search}`);
+      expect(download.status).toBe(200);
+      const output = Buffer.from(await download.arrayBuffer());
+      expect(await sharp(output).metadata()).toMatchObject({ format: "jpeg", width, height });
+      const grey = await channelMeans(output);
+      expect(Math.max(...grey) - Math.min(...grey)).toBeLessThan(1);
+    },
+    240_000,
+  );
 });
 
 describe("accepted over every transport, single and batch, image and mask", () => {

@@ -165,10 +165,14 @@ export function checkImageStructure(bytes: Buffer, format: OutputFormat): void {
 /**
  * Reads the header only: refuses anything that is not JPEG, PNG or WebP, and
  * images over the pixel limit, before a single pixel is decoded (so a
- * decompression bomb costs nothing); then checks the file's structure
- * (`checkImageStructure`), so a truncated upload is refused up front.
+ * decompression bomb costs nothing). It first walks the file's structure
+ * (`checkImageStructure`, no pixels decoded either), so that a truncated or
+ * damaged upload is refused up front rather than failing its job later.
  */
 export async function inspectImage(bytes: Buffer, maxPixels: number = DEFAULT_MAX_PIXELS): Promise<ImageInfo> {
+  // First, so that a damaged file is named as such rather than as unreadable.
+  const sniffed = sniffImageFormat(bytes);
+  if (sniffed) checkImageStructure(bytes, sniffed);
   let metadata: Metadata;
   try {
     metadata = await sharp(bytes, { limitInputPixels: false }).metadata();
@@ -183,7 +187,8 @@ export async function inspectImage(bytes: Buffer, maxPixels: number = DEFAULT_MA
   const height = metadata.autoOrient?.height ?? metadata.height;
   if (!width || !height) throw new EngineError("unsupported_image", "The image has no dimensions.");
   assertWithinPixelLimit(width, height, maxPixels);
-  checkImageStructure(bytes, format as OutputFormat);
+  if (format !== sniffed)
+    throw new EngineError("unsupported_image", `The image does not start like a ${format.toUpperCase()} file.`);
   return { format: format as OutputFormat, width, height };
 }
 
