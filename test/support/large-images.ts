@@ -10,7 +10,8 @@ import sharp, { type Sharp } from "sharp";
  */
 const photograph = new URL("../../packages/core/test/engine/fixtures/coffee.jpg", import.meta.url);
 
-async function grainy(width: number, height: number, grain: number): Promise<Sharp> {
+/** The photograph at `width` x `height` with grain of roughly `grain` levels (standard deviation x 1.4), unencoded. */
+export async function grainyPhoto(width: number, height: number, grain: number): Promise<Sharp> {
   const { data } = await sharp(await readFile(photograph))
     .resize(width, height, { fit: "cover" })
     .removeAlpha()
@@ -32,12 +33,12 @@ let png: Promise<Buffer> | undefined;
 
 /** A 12 MP (4000x3000) JPEG of about 5.4 MB, like a phone or camera photo at quality 95. */
 export function cameraJpeg(): Promise<Buffer> {
-  jpeg ??= grainy(4000, 3000, 6).then((image) => image.jpeg({ quality: 95 }).toBuffer());
+  jpeg ??= grainyPhoto(4000, 3000, 6).then((image) => image.jpeg({ quality: 95 }).toBuffer());
   return jpeg;
 }
 
 /** A 3200x2400 PNG of about 20 MB (under the default 25 MiB limit). */
 export function largePng(): Promise<Buffer> {
-  png ??= grainy(3200, 2400, 1).then((image) => image.png().toBuffer());
+  png ??= grainyPhoto(3200, 2400, 1).then((image) => image.png().toBuffer());
   return png;
 }
