@@ -78,6 +78,18 @@ describe("fetchBytes", () => {
     expect(host.connections).toBe(0);
   });
 
+  it("tells a name that does not exist (refused) from a lookup that failed for now (unreachable)", async () => {
+    const failingWith = (code: string) => async () => {
+      throw Object.assign(new Error(`lookup failed: ${code}`), { code });
+    };
+    const missing = fetchBytes("https://no-such-host.example/x.png", { ...options, resolve: failingWith("ENOTFOUND") });
+    await expect(missing).rejects.toBeInstanceOf(OutboundRefusedError);
+    await expect(missing).rejects.toThrow("host no-such-host.example does not resolve");
+    await expect(
+      fetchBytes("https://dns-trouble.example/x.png", { ...options, resolve: failingWith("EAI_AGAIN") }),
+    ).rejects.toMatchObject({ failure: "unreachable", message: "host dns-trouble.example could not be resolved (EAI_AGAIN)" });
+  });
+
   it("refuses a body over maxBytes, announced or streamed (chunked), without reading it all", async () => {
     const big = Buffer.alloc(64 * 1024, 1);
     big.set(png.subarray(0, 8));

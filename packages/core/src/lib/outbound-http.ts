@@ -142,8 +142,9 @@ const HEAD_BYTES = 16;
  * (the URL, then each redirect) is checked and its connection pinned to the
  * checked address; at most `maxRedirects` redirects; one deadline for the
  * whole download; the body capped, its first bytes shown to `checkHead`.
- * Throws OutboundRefusedError when a hop's address is not allowed (no
- * connection is made to it), OutboundFetchError when the download fails, or
+ * Throws OutboundRefusedError when a hop's address is not allowed or its
+ * name does not exist (no connection is made to it), OutboundFetchError when
+ * the download fails (a failed name lookup included), or
  * whatever `checkHead` / `onBytes` threw.
  */
 export async function fetchBytes(target: string, options: FetchOptions): Promise<Buffer> {
@@ -166,6 +167,7 @@ export async function fetchBytes(target: string, options: FetchOptions): Promise
   let current = target;
   for (let hop = 0; ; hop++) {
     const verdict = await checkUrl(current).catch(failed);
+    if (!verdict.ok && verdict.transient) throw new OutboundFetchError("unreachable", verdict.reason);
     if (!verdict.ok) throw new OutboundRefusedError(verdict.reason);
     if (signal.aborted) failed(signal.reason);
     const url = new URL(current);

@@ -24,7 +24,7 @@ const imageUrl = (what: string) =>
     .min(1, { error: "must be a URL" })
     .max(MAX_URL_CHARS, { error: `must be at most ${MAX_URL_CHARS} characters` })
     .describe(
-      `Instead of \`${what}\`: a public https: URL the service fetches at submission (redirects followed up to 3 times, same size limit, the content must be a ${what === "mask" ? "PNG" : "JPEG, PNG or WebP"} whatever its Content-Type)`,
+      `Instead of \`${what}\`: a public https: URL the service fetches at submission (a few redirects followed, the same size limit; the content must be a ${what === "mask" ? "PNG" : "JPEG, PNG or WebP"} whatever its Content-Type)`,
     );
 
 /**
