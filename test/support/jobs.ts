@@ -1,4 +1,5 @@
 import { newId, type Services } from "@retouch/core";
+import pg from "pg";
 
 /**
  * A pending job written straight to the database, as a submission would, but
@@ -36,4 +37,16 @@ export async function insertPendingJob(
     ]);
   });
   return jobId;
+}
+
+/** Every job row of an account (pending, done or error), read straight from the database. */
+export async function jobCount(databaseUrl: string, userId: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ count: string }>("select count(*) from jobs where user_id = $1", [userId]);
+    return Number(rows[0]?.count);
+  } finally {
+    await client.end();
+  }
 }

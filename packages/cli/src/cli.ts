@@ -12,12 +12,16 @@ const VERSION = "0.1.0";
 /** Exit codes scripts can rely on. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, limits: 4, network: 5, jobFailed: 6 } as const;
 
-const EDIT_OPTIONS = `Edit options:
+const EDIT_OPTIONS = `An image can be a file, a folder, a glob, or an http(s) URL that the service
+fetches itself (it must be public https unless the server allows otherwise).
+
+Edit options:
   -o, --output <p>  where to save: a file for one image, a folder for several
-                    (default: next to each input, as <name>.retouched.<ext>)
+                    (default: next to each input, as <name>.retouched.<ext>;
+                    for a URL, in the current folder)
   --format <f>      jpeg, png or webp (background removal always gives png)
   --quality <n>     1 to 100, for jpeg and webp
-  --mask <png>      white marks the area to edit
+  --mask <png>      white marks the area to edit (a file or an http(s) URL)
   --detect <terms>  what to remove, e.g. "person . red car"
   --webhook <url>   also POST the outcome to this public https URL
   --no-wait         submit and print the job id without waiting
@@ -58,7 +62,7 @@ const COMMANDS: Command[] = [
   { words: ["keys", "revoke"], usage: "keys revoke <key_id>", summary: "revoke an API key", run: revokeKey },
   {
     words: ["edit"],
-    usage: 'edit <image|folder|glob>... "<prompt>" [options]',
+    usage: 'edit <image|folder|glob|url>... "<prompt>" [options]',
     summary: "edit images and save the results (several images run as batches)",
     details: EDIT_OPTIONS,
     run: edit,

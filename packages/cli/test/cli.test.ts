@@ -1,5 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,10 +23,15 @@ const email = uniqueEmail("cli");
 const password = "cli password 123";
 
 /** Runs the built binary, as a user would. */
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(
+  args: string[],
+  env: Record<string, string> = {},
+  cwd?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await execFileAsync(process.execPath, [binary, ...args], {
       env: { PATH: process.env.PATH ?? "", HOME: home, RETOUCH_CONFIG: configFile, RETOUCH_BASE_URL: app.url, ...env },
+      ...(cwd ? { cwd } : {}),
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -34,7 +41,12 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 beforeAll(async () => {
-  app = await startTestApp({ RETOUCH_DEFAULT_PLAN: "pro", RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
+  // The development flag lets the service fetch image URLs from a loopback server.
+  app = await startTestApp({
+    RETOUCH_DEFAULT_PLAN: "pro",
+    RETOUCH_QUEUE_POLL_INTERVAL: "200ms",
+    RETOUCH_WEBHOOK_ALLOW_INSECURE: "1",
+  });
   home = await mkdtemp(path.join(os.tmpdir(), "retouch-cli-"));
   configFile = path.join(home, "config", "retouch.json");
 }, 120_000);
@@ -176,6 +188,27 @@ describe("editing", () => {
     ]);
     expect(result.code, result.stderr).toBe(0);
     expect(await sharp(path.join(home, "glob-out.png")).metadata()).toMatchObject({ width: 240, height: 320 });
+  });
+
+  it("edits an image from a URL, which the service fetches, and saves it in the current folder", async () => {
+    const fetchedBy: string[] = [];
+    const photo = await productPhoto({ format: "jpeg" });
+    const imageServer = createServer((req, res) => {
+      fetchedBy.push(req.headers["user-agent"] ?? "");
+      res.writeHead(200).end(photo);
+    });
+    await new Promise<void>((resolve) => imageServer.listen(0, "127.0.0.1", resolve));
+    const cwd = await mkdtemp(path.join(home, "url-"));
+    try {
+      const url = `http://127.0.0.1:${(imageServer.address() as AddressInfo).port}/shop/red%20ball.jpg?size=large`;
+      const result = await cli(["edit", url, "make it black and white", "--json"], {}, cwd);
+      expect(result.code, result.stderr).toBe(0);
+      expect(JSON.parse(result.stdout)).toMatchObject({ format: "jpeg", output: "red ball.retouched.jpg", width: 320 });
+      expect(await sharp(path.join(cwd, "red ball.retouched.jpg")).metadata()).toMatchObject({ format: "jpeg", width: 320 });
+      expect(fetchedBy).toEqual(["Retouch-ImageFetch/1.0"]);
+    } finally {
+      await new Promise<void>((resolve) => imageServer.close(() => resolve()));
+    }
   });
 
   it("exits 6 when an edit fails, saying it was refunded", async () => {

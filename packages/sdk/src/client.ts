@@ -1,6 +1,6 @@
 import { createTRPCClient, httpLink, type TRPCClient, TRPCClientError } from "@trpc/client";
 import { AbortedError, ApiError, type ErrorCode, LocalError, NetworkError, TimeoutError } from "./errors";
-import { type ImageInput, imageToBase64 } from "./images";
+import { type ImageInput, imageToBase64, remoteImageUrl } from "./images";
 import type { AppRouter, ErrorShape } from "./router.generated";
 
 type Outputs = {
@@ -18,7 +18,7 @@ export interface EditOptions {
   /** 1 to 100, for JPEG and WebP. */
   quality?: number;
   negativePrompt?: string;
-  /** A PNG whose white pixels mark the area to edit. */
+  /** A PNG whose white pixels mark the area to edit (an http(s) URL is fetched by the service). */
   mask?: ImageInput;
   /** What to remove, e.g. "person . red car"; routes to object removal. */
   detect?: string;
@@ -327,14 +327,20 @@ export class Retouch {
     return new Uint8Array(await response.arrayBuffer());
   }
 
+  /** http(s) URLs go as `image_url` / `mask_url`: the service fetches them, nothing is downloaded here. */
   private async itemBody(item: BatchItem, signal?: AbortSignal) {
+    const imageUrl = remoteImageUrl(item.image);
+    const maskUrl = item.mask === undefined ? undefined : remoteImageUrl(item.mask);
     return {
-      image: await imageToBase64(item.image, this.fetchImpl, signal),
+      ...(imageUrl !== undefined ? { image_url: imageUrl } : { image: await imageToBase64(item.image, this.fetchImpl, signal) }),
       prompt: item.prompt,
       ...(item.negativePrompt !== undefined ? { negative_prompt: item.negativePrompt } : {}),
       ...(item.format !== undefined ? { format: item.format } : {}),
       ...(item.quality !== undefined ? { quality: item.quality } : {}),
-      ...(item.mask !== undefined ? { mask: await imageToBase64(item.mask, this.fetchImpl, signal) } : {}),
+      ...(maskUrl !== undefined ? { mask_url: maskUrl } : {}),
+      ...(item.mask !== undefined && maskUrl === undefined
+        ? { mask: await imageToBase64(item.mask, this.fetchImpl, signal) }
+        : {}),
       ...(item.detect !== undefined ? { detect: item.detect } : {}),
       ...(item.webhookUrl !== undefined ? { webhook_url: item.webhookUrl } : {}),
     };

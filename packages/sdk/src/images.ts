@@ -2,9 +2,18 @@ import { LocalError } from "./errors";
 
 /**
  * An image to send: a file path (Node only), an http(s) or file URL, a
- * `data:` URL, or bytes (Blob, ArrayBuffer, Uint8Array, Buffer).
+ * `data:` URL, or bytes (Blob, ArrayBuffer, Uint8Array, Buffer). An http(s)
+ * URL is sent as `image_url` (the service fetches it); everything else is
+ * sent as base64.
  */
 export type ImageInput = string | URL | Blob | ArrayBuffer | ArrayBufferView;
+
+/** The address the service should fetch itself, for an http(s) URL; undefined for an input sent as bytes. */
+export function remoteImageUrl(input: ImageInput): string | undefined {
+  if (typeof input === "string") return /^https?:\/\//i.test(input) ? input : undefined;
+  if (input instanceof URL) return input.protocol === "http:" || input.protocol === "https:" ? input.href : undefined;
+  return undefined;
+}
 
 export function bytesToBase64(bytes: Uint8Array): string {
   const NodeBuffer = (globalThis as { Buffer?: { from(data: Uint8Array): { toString(encoding: "base64"): string } } }).Buffer;
@@ -41,7 +50,10 @@ async function fetchBytes(url: string, fetchImpl: typeof fetch, signal?: AbortSi
   return new Uint8Array(await response.arrayBuffer());
 }
 
-/** The image as the API takes it: base64 (or a `data:` URL, passed through). */
+/**
+ * The image as base64 (or a `data:` URL, passed through). An http(s) URL is
+ * downloaded here; the client itself sends those as `image_url` instead.
+ */
 export async function imageToBase64(input: ImageInput, fetchImpl: typeof fetch, signal?: AbortSignal): Promise<string> {
   if (typeof input === "string") {
     if (input.startsWith("data:")) return input;

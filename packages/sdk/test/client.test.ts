@@ -18,7 +18,8 @@ let scratch: string;
 let photo: Buffer;
 
 beforeAll(async () => {
-  app = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
+  // The development flag lets the service fetch image_urls from the loopback image server below.
+  app = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "200ms", RETOUCH_WEBHOOK_ALLOW_INSECURE: "1" });
   const account = await keyedAccount(app, { plan: "pro", credits: 100 });
   userId = account.userId;
   retouch = new Retouch({ baseUrl: app.url, apiKey: account.key });
@@ -68,7 +69,11 @@ describe("edit", () => {
   it("submits, waits and downloads, from a Buffer, a file path, a URL and a Blob", async () => {
     const file = path.join(scratch, "photo.png");
     await writeFile(file, photo);
-    const imageServer: Server = createServer((_req, res) => res.writeHead(200, { "content-type": "image/png" }).end(photo));
+    const fetchedBy: string[] = [];
+    const imageServer: Server = createServer((req, res) => {
+      fetchedBy.push(req.headers["user-agent"] ?? "");
+      res.writeHead(200, { "content-type": "image/png" }).end(photo);
+    });
     await new Promise<void>((resolve) => imageServer.listen(0, "127.0.0.1", resolve));
     const imageUrl = `http://127.0.0.1:${(imageServer.address() as AddressInfo).port}/photo.png`;
     try {
@@ -79,6 +84,8 @@ describe("edit", () => {
         const meta = await sharp(bytes).metadata();
         expect(meta).toMatchObject({ format: "png", width: 320, height: 240, hasAlpha: true });
       }
+      // URLs travel as image_url: the service fetched them, the SDK did not.
+      expect(fetchedBy).toEqual(["Retouch-ImageFetch/1.0", "Retouch-ImageFetch/1.0"]);
     } finally {
       await new Promise<void>((resolve) => imageServer.close(() => resolve()));
     }
@@ -188,6 +195,32 @@ describe("retries", () => {
       expect(submits[0]?.key).toMatch(/^[0-9a-f-]{36}$/);
     } finally {
       await new Promise<void>((resolve) => gateway.close(() => resolve()));
+    }
+  });
+
+  it("sends URLs as image_url and mask_url; a host failing once is retried with the same key: one job, one charge", async () => {
+    const mask = await rectangleMask(320, 240, { left: 80, top: 40, width: 160, height: 160 });
+    let photoRequests = 0;
+    const imageServer: Server = createServer((req, res) => {
+      if (req.url === "/mask.png") res.writeHead(200).end(mask);
+      else if (photoRequests++ === 0) res.writeHead(503).end("busy");
+      else res.writeHead(200).end(photo);
+    });
+    await new Promise<void>((resolve) => imageServer.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(imageServer.address() as AddressInfo).port}`;
+    try {
+      const owner = await keyedAccount(app, { plan: "pro" });
+      const client = new Retouch({ baseUrl: app.url, apiKey: owner.key });
+      const result = await client.edit(`${base}/photo.png`, "remove the object", {
+        mask: new URL(`${base}/mask.png`),
+        format: "png",
+        intervalMs: 250,
+      });
+      expect(result).toMatchObject({ format: "png", width: 320, height: 240, credits_used: 1, credits_remaining: 9 });
+      expect(photoRequests).toBe(2);
+      expect((await app.services.profiles.get(owner.userId)).credits).toBe(9);
+    } finally {
+      await new Promise<void>((resolve) => imageServer.close(() => resolve()));
     }
   });
 

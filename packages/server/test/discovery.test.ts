@@ -75,6 +75,15 @@ describe("GET /openapi.json", () => {
     },
   );
 
+  it("keeps the spec's image required unless image_url replaces it", () => {
+    const item = document.components.schemas.ProcessRequestItem;
+    expect(item.required).toEqual(expect.arrayContaining(["prompt"]));
+    expect(item.oneOf).toEqual([
+      { required: ["image"], not: { required: ["image_url"] } },
+      { required: ["image_url"], not: { required: ["image"] } },
+    ]);
+  });
+
   it("documents POST /mcp and GET /mcp.json", () => {
     const mcp = document.paths["/mcp"].post;
     expect(mcp.security).toEqual([{ bearerAuth: [] }]);

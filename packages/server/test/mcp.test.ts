@@ -60,9 +60,22 @@ describe("initialize and tools/list", () => {
     expect(tools.map((tool) => tool.name).sort()).toEqual(["edit_image", "get_job_result", "get_job_status"]);
     expect(JSON.stringify(tools)).not.toContain("$ref");
     const edit = tools.find((tool) => tool.name === "edit_image");
-    expect(edit?.inputSchema.required?.sort()).toEqual(["image", "prompt"]);
+    // image or image_url: exactly one, checked by the service (a JSON Schema "oneOf" would confuse many clients).
+    expect(edit?.inputSchema.required?.sort()).toEqual(["prompt"]);
     expect(Object.keys(edit?.inputSchema.properties ?? {}).sort()).toEqual(
-      ["detect", "format", "idempotency_key", "image", "mask", "negative_prompt", "prompt", "quality", "webhook_url"].sort(),
+      [
+        "detect",
+        "format",
+        "idempotency_key",
+        "image",
+        "image_url",
+        "mask",
+        "mask_url",
+        "negative_prompt",
+        "prompt",
+        "quality",
+        "webhook_url",
+      ].sort(),
     );
     expect((edit?.inputSchema.properties?.format as { enum?: string[] } | undefined)?.enum).toEqual(["jpeg", "png", "webp"]);
     for (const name of ["get_job_status", "get_job_result"]) {

@@ -47,10 +47,16 @@ async function expandGlob(pattern: string): Promise<string[]> {
   return entries.filter((entry) => matcher.test(entry)).map((entry) => path.join(dir, entry));
 }
 
-/** Files, folders (their images) and globs, in a stable order. */
+const isRemote = (arg: string) => /^https?:\/\//i.test(arg);
+
+/** Files, folders (their images), globs and http(s) URLs (fetched by the service), in a stable order. */
 export async function resolveInputs(args: string[]): Promise<string[]> {
   const files: string[] = [];
   for (const arg of args) {
+    if (isRemote(arg)) {
+      files.push(arg);
+      continue;
+    }
     if (/[*?]/.test(arg)) {
       files.push(...(await expandGlob(arg)).filter((file) => IMAGE_EXTENSIONS.has(path.extname(file).toLowerCase())));
       continue;
@@ -66,10 +72,12 @@ export async function resolveInputs(args: string[]): Promise<string[]> {
   return [...new Set(files)];
 }
 
+/** `photo.retouched.png` next to a file; for a URL, named after its last path segment, in the current directory. */
 function outputPath(input: string, format: string, output: string | undefined, batch: boolean): string {
-  const name = `${path.basename(input, path.extname(input))}.retouched.${format === "jpeg" ? "jpg" : format}`;
+  const source = isRemote(input) ? decodeURIComponent(new URL(input).pathname.split("/").pop() || "image") : input;
+  const name = `${path.basename(source, path.extname(source))}.retouched.${format === "jpeg" ? "jpg" : format}`;
   if (output && batch) return path.join(output, name);
-  return output ?? path.join(path.dirname(input), name);
+  return output ?? (isRemote(input) ? name : path.join(path.dirname(input), name));
 }
 
 async function saveResult(client: Retouch, jobId: string, target: string) {
@@ -82,7 +90,7 @@ async function saveResult(client: Retouch, jobId: string, target: string) {
 }
 
 export async function edit(ctx: CommandContext): Promise<void> {
-  if (ctx.args.length < 2) throw new UsageError('usage: retouch edit <image|folder|glob>... "<prompt>"');
+  if (ctx.args.length < 2) throw new UsageError('usage: retouch edit <image|folder|glob|url>... "<prompt>"');
   const prompt = ctx.args[ctx.args.length - 1] as string;
   const inputs = await resolveInputs(ctx.args.slice(0, -1));
   const options = editOptions(ctx);

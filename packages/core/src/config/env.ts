@@ -78,6 +78,7 @@ const envSchema = z.object({
   RETOUCH_WEBHOOK_ALLOW_INSECURE: booleanFlag,
   RETOUCH_WEBHOOK_RETRY_DELAYS: durationList.default([30_000, 120_000, 600_000, 3_600_000]),
   RETOUCH_WEBHOOK_TIMEOUT: duration.default(10_000),
+  RETOUCH_IMAGE_FETCH_TIMEOUT: duration.default(20_000),
   RETOUCH_SHUTDOWN_TIMEOUT: duration.default(10_000),
   RETOUCH_MAX_IMAGE_BYTES: z.coerce
     .number()
@@ -139,6 +140,8 @@ export interface Config {
   webhookRetryDelaysMs: number[];
   /** How long a receiver has to answer one attempt. */
   webhookTimeoutMs: number;
+  /** How long fetching an `image_url` (or `mask_url`) may take, redirects and body included. */
+  imageFetchTimeoutMs: number;
   shutdownTimeoutMs: number;
   /** Largest decoded image (and mask) accepted in a submission. */
   maxImageBytes: number;
@@ -245,6 +248,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     webhookAllowInsecure: e.RETOUCH_WEBHOOK_ALLOW_INSECURE,
     webhookRetryDelaysMs: e.RETOUCH_WEBHOOK_RETRY_DELAYS,
     webhookTimeoutMs: e.RETOUCH_WEBHOOK_TIMEOUT,
+    imageFetchTimeoutMs: e.RETOUCH_IMAGE_FETCH_TIMEOUT,
     shutdownTimeoutMs: e.RETOUCH_SHUTDOWN_TIMEOUT,
     maxImageBytes: e.RETOUCH_MAX_IMAGE_BYTES,
     maxRequestBytes: e.RETOUCH_MAX_REQUEST_BYTES,

@@ -1,3 +1,4 @@
+import { crc32 } from "node:zlib";
 import sharp, { type Metadata, type Sharp } from "sharp";
 import type { GreyImage, OutputFormat, RgbaImage } from "./engine.ports";
 import { EngineError } from "./engine-error";
@@ -34,12 +35,144 @@ export function assertWithinPixelLimit(width: number, height: number, maxPixels:
   }
 }
 
+/** The format named by the first bytes (magic numbers), whatever a file name or a Content-Type claims. */
+export function sniffImageFormat(bytes: Uint8Array): OutputFormat | undefined {
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "jpeg";
+  if (bytes.length >= 8 && PNG_SIGNATURE.every((byte, i) => bytes[i] === byte)) return "png";
+  if (bytes.length >= 12 && ascii(bytes, 0, 4) === "RIFF" && ascii(bytes, 8, 4) === "WEBP") return "webp";
+  return undefined;
+}
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a] as const;
+
+function ascii(bytes: Uint8Array, offset: number, length: number): string {
+  return String.fromCharCode(...bytes.subarray(offset, offset + length));
+}
+
+function damaged(what: string): EngineError {
+  return new EngineError("unsupported_image", `The image is damaged: ${what}. Send the complete, unmodified file.`);
+}
+
+function truncated(format: string): EngineError {
+  return new EngineError("unsupported_image", `The ${format} file is truncated (it ends early). Send the complete file.`);
+}
+
+/**
+ * JPEG: walks the marker segments from SOI, skips each by its length, steps
+ * through every scan's entropy-coded data to the marker after it, and wants
+ * a frame header, a scan and an EOI. Bytes after the EOI (camera trailers,
+ * MPF pictures) are allowed.
+ */
+function checkJpegStructure(bytes: Buffer): void {
+  const end = bytes.length;
+  let pos = 2;
+  let frame = false;
+  let scan = false;
+  for (;;) {
+    if (pos >= end) throw truncated("JPEG");
+    if (bytes[pos] !== 0xff) throw damaged(`no JPEG marker at byte ${pos}`);
+    while (pos < end && bytes[pos] === 0xff) pos++; // fill bytes
+    if (pos >= end) throw truncated("JPEG");
+    const marker = bytes[pos++] as number;
+    if (marker === 0xd9) {
+      if (!scan) throw damaged("the JPEG ends before any image data");
+      return;
+    }
+    if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue; // stand-alone markers
+    if (marker === 0x00 || marker === 0xd8) throw damaged(`unexpected JPEG marker 0xFF${marker.toString(16)} at byte ${pos - 2}`);
+    if (pos + 2 > end) throw truncated("JPEG");
+    const length = ((bytes[pos] as number) << 8) | (bytes[pos + 1] as number);
+    if (length < 2) throw damaged(`a JPEG segment with length ${length} at byte ${pos}`);
+    if (pos + length > end) throw truncated("JPEG");
+    // SOF0-SOF15, except DHT (C4), JPG (C8) and DAC (CC).
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) frame = true;
+    pos += length;
+    if (marker !== 0xda) continue;
+    if (!frame) throw damaged("a JPEG scan comes before its frame header");
+    scan = true;
+    // Entropy-coded data ends at the first 0xFF that is not stuffing (FF 00), a restart marker or fill.
+    for (;;) {
+      // Buffer#indexOf (memchr) is several times faster here than a loop in JavaScript.
+      const at = bytes.indexOf(0xff, pos);
+      if (at < 0 || at + 1 >= end) throw truncated("JPEG");
+      const next = bytes[at + 1] as number;
+      if (next === 0x00 || (next >= 0xd0 && next <= 0xd7)) pos = at + 2;
+      else if (next === 0xff) pos = at + 1;
+      else {
+        pos = at;
+        break;
+      }
+    }
+  }
+}
+
+/** PNG: walks the chunks, checks every chunk's CRC, and wants IHDR first, IDAT, and IEND. */
+function checkPngStructure(bytes: Buffer): void {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const end = bytes.length;
+  let pos = 8;
+  let data = false;
+  for (let index = 0; ; index++) {
+    if (pos + 8 > end) throw truncated("PNG");
+    const length = view.getUint32(pos);
+    const type = ascii(bytes, pos + 4, 4);
+    if (length > 0x7fffffff || !/^[A-Za-z]{4}$/.test(type)) throw damaged(`an invalid PNG chunk at byte ${pos}`);
+    if (pos + 12 + length > end) throw truncated("PNG");
+    if (crc32(bytes.subarray(pos + 4, pos + 8 + length)) !== view.getUint32(pos + 8 + length)) {
+      throw damaged(`the PNG chunk ${type} at byte ${pos} fails its checksum`);
+    }
+    if (index === 0 && type !== "IHDR") throw damaged("the PNG does not start with IHDR");
+    if (type === "IDAT") data = true;
+    if (type === "IEND") {
+      if (!data) throw damaged("the PNG has no image data (IDAT)");
+      return;
+    }
+    pos += 12 + length;
+  }
+}
+
+/** WebP: the RIFF length must fit the file, its chunks must fill it exactly, and one must hold the picture. */
+function checkWebpStructure(bytes: Buffer): void {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const riffEnd = 8 + view.getUint32(4, true);
+  if (riffEnd > bytes.length) throw truncated("WebP");
+  let pos = 12;
+  let picture = false;
+  while (pos < riffEnd) {
+    if (pos + 8 > riffEnd) throw damaged(`a WebP chunk header overruns the file at byte ${pos}`);
+    const type = ascii(bytes, pos, 4);
+    const size = view.getUint32(pos + 4, true);
+    // Chunks are padded to an even size; a missing pad byte after the last one is tolerated.
+    if (pos + 8 + size > riffEnd) throw damaged(`the WebP chunk ${type.trim()} at byte ${pos} overruns the file`);
+    if (type === "VP8 " || type === "VP8L" || type === "ANMF") picture = true;
+    pos += 8 + size + (size % 2);
+  }
+  if (!picture) throw damaged("the WebP holds no picture");
+}
+
+/**
+ * A structural check without decoding pixels: truncation and broken container
+ * structure are caught (for PNG, any changed byte, by the chunk CRCs); damage
+ * inside JPEG or WebP compressed data is not, and fails the job later (refunded).
+ */
+export function checkImageStructure(bytes: Buffer, format: OutputFormat): void {
+  if (sniffImageFormat(bytes) !== format) throw damaged(`the file does not start like a ${format.toUpperCase()}`);
+  if (format === "jpeg") checkJpegStructure(bytes);
+  else if (format === "png") checkPngStructure(bytes);
+  else checkWebpStructure(bytes);
+}
+
 /**
  * Reads the header only: refuses anything that is not JPEG, PNG or WebP, and
  * images over the pixel limit, before a single pixel is decoded (so a
- * decompression bomb costs nothing).
+ * decompression bomb costs nothing). It first walks the file's structure
+ * (`checkImageStructure`, no pixels decoded either), so that a truncated or
+ * damaged upload is refused up front rather than failing its job later.
  */
 export async function inspectImage(bytes: Buffer, maxPixels: number = DEFAULT_MAX_PIXELS): Promise<ImageInfo> {
+  // First, so that a damaged file is named as such rather than as unreadable.
+  const sniffed = sniffImageFormat(bytes);
+  if (sniffed) checkImageStructure(bytes, sniffed);
   let metadata: Metadata;
   try {
     metadata = await sharp(bytes, { limitInputPixels: false }).metadata();
@@ -54,6 +187,8 @@ export async function inspectImage(bytes: Buffer, maxPixels: number = DEFAULT_MA
   const height = metadata.autoOrient?.height ?? metadata.height;
   if (!width || !height) throw new EngineError("unsupported_image", "The image has no dimensions.");
   assertWithinPixelLimit(width, height, maxPixels);
+  if (format !== sniffed)
+    throw new EngineError("unsupported_image", `The image does not start like a ${format.toUpperCase()} file.`);
   return { format: format as OutputFormat, width, height };
 }
 

@@ -34,6 +34,10 @@ export const ERROR_CODES = {
   too_many_in_flight: { status: 429, message: "Too many jobs are still processing; retry after some finish." },
   internal_error: { status: 500, message: "Something went wrong on our side. Please retry later." },
   job_failed: { status: 500, message: "Processing failed; the credit was refunded." },
+  image_fetch_failed: {
+    status: 502,
+    message: "The host of image_url (or mask_url) failed to serve it; nothing was charged: retry with the same Idempotency-Key.",
+  },
   upstream_error: { status: 502, message: "An upstream provider failed; retry with the same Idempotency-Key." },
   service_unavailable: { status: 503, message: "The service is shutting down or temporarily unavailable; retry shortly." },
 } as const satisfies Record<string, { status: number; message: string }>;

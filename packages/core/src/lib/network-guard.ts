@@ -54,7 +54,11 @@ export function isPublicAddress(address: string): boolean {
   return !blockedV4.check(address, "ipv4");
 }
 
-export type UrlVerdict = { ok: true; addresses: string[] } | { ok: false; reason: string };
+/** `transient`: the name could not be resolved for now (not "no such name"); worth a retry later. */
+export type UrlVerdict = { ok: true; addresses: string[] } | { ok: false; reason: string; transient?: boolean };
+
+/** Resolver answers that say the name does not exist (or has no address), as opposed to a failed lookup. */
+const NO_SUCH_NAME = new Set(["ENOTFOUND", "ENODATA", "EAI_NONAME", "EAI_NODATA"]);
 
 /**
  * Checks that a URL is `https:` and that every address its host resolves to is
@@ -81,7 +85,11 @@ export async function checkOutboundUrl(
   let addresses: string[];
   try {
     addresses = isIP(host) ? [host] : await resolve(host);
-  } catch {
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code !== undefined && !NO_SUCH_NAME.has(code)) {
+      return { ok: false, reason: `host ${host} could not be resolved (${code})`, transient: true };
+    }
     return { ok: false, reason: `host ${host} does not resolve` };
   }
   if (addresses.length === 0) return { ok: false, reason: `host ${host} does not resolve` };

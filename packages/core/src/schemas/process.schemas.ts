@@ -24,11 +24,32 @@ export const batchIdSchema = z.string().regex(idPattern("bat"), { error: "must b
 
 export const imageFormatSchema = z.enum(["jpeg", "png", "webp"]);
 
+/** Longest `image_url` / `mask_url` accepted, in characters. */
+export const MAX_URL_CHARS = 2048;
+
+const imageUrl = (what: string) =>
+  z
+    .string({ error: "must be a URL" })
+    .min(1, { error: "must be a URL" })
+    .max(MAX_URL_CHARS, { error: `must be at most ${MAX_URL_CHARS} characters` })
+    .describe(
+      `Instead of \`${what}\`: a public https: URL the service fetches at submission (a few redirects followed, the same size limit; the content must be a ${what === "mask" ? "PNG" : "JPEG, PNG or WebP"} whatever its Content-Type)`,
+    );
+
+/**
+ * `image` or `image_url` (exactly one) and optionally `mask` or `mask_url`:
+ * the "exactly one" rule is checked by the submissions service, because an
+ * object with refinements can no longer be extended or made partial.
+ */
 export const processItemSchema = z.object({
   image: z
-    .string({ error: "is required (base64 of a JPEG, PNG or WebP image)" })
-    .min(1, { error: "is required (base64 of a JPEG, PNG or WebP image)" })
-    .describe("Base64-encoded JPEG, PNG or WebP bytes (a `data:image/...;base64,` prefix is accepted)"),
+    .string({ error: "must be base64 text" })
+    .min(1, { error: "must not be empty" })
+    .optional()
+    .describe(
+      "Base64-encoded JPEG, PNG or WebP bytes (standard or URL-safe alphabet; a `data:image/...;base64,` prefix is accepted). Required unless `image_url` is given",
+    ),
+  image_url: imageUrl("image").optional(),
   prompt: z
     .string({ error: "is required" })
     .trim()
@@ -45,6 +66,7 @@ export const processItemSchema = z.object({
     .optional()
     .describe("Output quality for JPEG and WebP, 1 to 100"),
   mask: z.string().min(1).optional().describe("Base64-encoded PNG; white marks the area to edit; resized to the image"),
+  mask_url: imageUrl("mask").optional(),
   detect: z
     .string()
     .regex(PORTABLE_DETECT_PATTERN, { error: DETECT_ERROR })
@@ -77,8 +99,12 @@ export const processInputSchema = processItemSchema
       ctx.addIssue({ code: "custom", message: `send either one image or "images", not both (found ${singleFields.join(", ")})` });
     }
     if (input.images === undefined) {
-      if (input.image === undefined)
-        ctx.addIssue({ code: "custom", path: ["image"], message: "is required (or send a batch in images)" });
+      if (input.image === undefined && input.image_url === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["image"],
+          message: "is required: send image (base64) or image_url (or a batch in images)",
+        });
       if (input.prompt === undefined) ctx.addIssue({ code: "custom", path: ["prompt"], message: "is required" });
     }
   });

@@ -6,21 +6,20 @@ import type { ImageFormat, JobWorkflow } from "../db/schema";
 import { EngineError } from "../engine/engine-error";
 import { inspectImage } from "../engine/image-codec";
 import { routePrompt } from "../engine/prompt-router";
+import type { ErrorCode } from "../errors/error-codes";
 import { RetouchError } from "../errors/retouch-error";
 import { newId } from "../lib/ids";
 import type { Logger } from "../lib/logger";
 import { checkOutboundUrl } from "../lib/network-guard";
 import { type ProcessInput, type ProcessItemInput, processItemSchema, type SubmissionOutput } from "../schemas/process.schemas";
 import type { JobsStore, NewJob } from "../stores/jobs.store";
+import { type FetchSession, IMAGE_FETCH_CONCURRENCY, ImageInputsService, RequestLevelError } from "./image-inputs.service";
 import type { Principal } from "./principal";
 import type { ProfilesService } from "./profiles.service";
 
 const MINUTE = 60_000;
 /** Idempotency keys: printable ASCII, as Stripe and the IETF draft allow; a UUID fits. */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-const DATA_URL_PREFIX = /^data:image\/(?:png|jpeg|jpg|webp);base64,/i;
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
 /** An item that passed validation: ready to become a pending job. */
 interface AcceptedItem {
@@ -41,30 +40,40 @@ interface RejectedItem {
   jobId: string;
   input: Partial<ProcessItemInput>;
   error: string;
+  /** What a single-image request answers with (400, or 413 for a too-large image). */
+  code: ErrorCode;
 }
 
 export interface SubmissionsDependencies {
   jobs: JobsStore;
   profiles: ProfilesService;
   blobs: BlobStore;
-  config: Pick<Config, "maxImageBytes" | "maxImagePixels" | "webhookAllowInsecure">;
+  config: Pick<Config, "maxImageBytes" | "maxImagePixels" | "maxRequestBytes" | "webhookAllowInsecure" | "imageFetchTimeoutMs">;
   logger: Logger;
   /** Hands a committed job to the queue. A failure is logged: the queue's reconciler enqueues it later. */
   enqueue(jobId: string): Promise<void>;
-  /** For tests: how webhook hosts resolve. */
+  /** For tests: how webhook and image_url hosts resolve. */
   resolveHost?: (host: string) => Promise<string[]>;
 }
 
-function decodeBase64(text: string, field: string, maxBytes: number): Buffer {
-  const body = text.replace(DATA_URL_PREFIX, "");
-  if (!BASE64.test(body) && !BASE64URL.test(body)) throw new RetouchError("invalid_request", `${field}: is not valid base64`);
-  // base64 grows bytes by 4/3: refuse before decoding when the result would be too big.
-  if (Math.floor((body.length * 3) / 4) > maxBytes + 2) {
-    throw new RetouchError("payload_too_large", `${field}: the decoded image is larger than ${maxBytes} bytes`);
-  }
-  const bytes = Buffer.from(body, BASE64.test(body) ? "base64" : "base64url");
-  if (bytes.length === 0) throw new RetouchError("invalid_request", `${field}: is empty`);
-  return bytes;
+/** Runs `task` over `items`, at most `limit` at once, in order; the first failure rejects and stops new tasks. */
+async function mapLimited<T, R>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      const index = next++;
+      try {
+        results[index] = await task(items[index] as T, index);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
 }
 
 function requestHash(input: ProcessInput): string {
@@ -78,7 +87,14 @@ function requestHash(input: ProcessInput): string {
 }
 
 export class SubmissionsService {
-  constructor(private readonly deps: SubmissionsDependencies) {}
+  private readonly images: ImageInputsService;
+
+  constructor(private readonly deps: SubmissionsDependencies) {
+    this.images = new ImageInputsService({
+      config: deps.config,
+      ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
+    });
+  }
 
   async submit(principal: Principal, input: ProcessInput, idempotencyKey?: string): Promise<SubmissionOutput> {
     if (!principal.emailVerified) throw new RetouchError("email_unverified");
@@ -103,11 +119,20 @@ export class SubmissionsService {
       if (previous) return previous.response as SubmissionOutput;
     }
 
+    // Fetching image_urls happens here: after the idempotency fast path, before any money moves.
+    // A host failing sinks the whole request (502, nothing saved under the key), so a retry with the key can succeed.
     const items = isBatch ? (input.images ?? []) : [input];
-    const checked = await Promise.all(items.map((item, index) => this.check(item, index)));
+    const session = this.images.newSession();
+    let checked: Array<AcceptedItem | RejectedItem>;
+    try {
+      checked = await mapLimited(items, IMAGE_FETCH_CONCURRENCY, (item, index) => this.check(item, index, session));
+    } catch (error) {
+      session.controller.abort();
+      throw error;
+    }
     const accepted = checked.filter((item): item is AcceptedItem => !("error" in item));
     const rejected = checked.filter((item): item is RejectedItem => "error" in item);
-    if (!isBatch && rejected[0]) throw new RetouchError("invalid_request", rejected[0].error);
+    if (!isBatch && rejected[0]) throw new RetouchError(rejected[0].code, rejected[0].error);
 
     const written = await this.writeBlobs(accepted);
     try {
@@ -195,24 +220,28 @@ export class SubmissionsService {
   }
 
   /** Validates one item down to its pixels' header; a problem becomes a rejection the client can act on. */
-  private async check(raw: unknown, index: number): Promise<AcceptedItem | RejectedItem> {
+  private async check(raw: unknown, index: number, session: FetchSession): Promise<AcceptedItem | RejectedItem> {
     const jobId = newId("job");
     const parsed = processItemSchema.safeParse(raw);
     const loose = (raw && typeof raw === "object" ? raw : {}) as Partial<ProcessItemInput>;
     if (!parsed.success) {
       const reason = parsed.error.issues.map((issue) => `${issue.path.join(".") || "item"}: ${issue.message}`).join("; ");
-      return { index, jobId, input: loose, error: reason };
+      return { index, jobId, input: loose, error: reason, code: "invalid_request" };
     }
     const input = parsed.data;
     try {
-      const image = decodeBase64(input.image, "image", this.deps.config.maxImageBytes);
-      const info = await this.inspect(image, "image");
-      let mask: Buffer | undefined;
-      if (input.mask !== undefined) {
-        mask = decodeBase64(input.mask, "mask", this.deps.config.maxImageBytes);
-        const maskInfo = await this.inspect(mask, "mask");
-        if (maskInfo.format !== "png") throw new RetouchError("invalid_request", `mask: must be a PNG (got ${maskInfo.format})`);
+      if ((input.image === undefined) === (input.image_url === undefined)) {
+        throw new RetouchError(
+          "invalid_request",
+          input.image === undefined
+            ? "image: is required: send image (base64) or image_url"
+            : "image and image_url: send one of them, not both",
+        );
       }
+      if (input.mask !== undefined && input.mask_url !== undefined) {
+        throw new RetouchError("invalid_request", "mask and mask_url: send one of them, not both");
+      }
+      // The checks that need no bytes come first, so a doomed item fetches nothing.
       if (input.webhook_url !== undefined) {
         const verdict = await checkOutboundUrl(input.webhook_url, {
           allowInsecure: this.deps.config.webhookAllowInsecure,
@@ -220,15 +249,34 @@ export class SubmissionsService {
         });
         if (!verdict.ok) throw new RetouchError("invalid_request", `webhook_url: ${verdict.reason}`);
       }
+      const hasMask = input.mask !== undefined || input.mask_url !== undefined;
       const route = routePrompt({
         prompt: input.prompt,
         ...(input.detect !== undefined ? { detect: input.detect } : {}),
-        hasMask: mask !== undefined,
+        hasMask,
       });
+      const image =
+        input.image !== undefined
+          ? this.images.decodeBase64(input.image, "image")
+          : await this.images.fetch(input.image_url as string, "image_url", session);
+      const info = await this.inspect(image, input.image !== undefined ? "image" : "image_url");
+      let mask: Buffer | undefined;
+      if (hasMask) {
+        const field = input.mask !== undefined ? "mask" : "mask_url";
+        mask =
+          input.mask !== undefined
+            ? this.images.decodeBase64(input.mask, field)
+            : await this.images.fetch(input.mask_url as string, field, session);
+        const maskInfo = await this.inspect(mask, field);
+        if (maskInfo.format !== "png")
+          throw new RetouchError("invalid_request", `${field}: must be a PNG (got ${maskInfo.format})`);
+      }
       const outputFormat: ImageFormat = route.workflow === "background_removal" ? "png" : (input.format ?? "jpeg");
       return { index, jobId, input, image, mask, workflow: route.workflow, outputFormat, width: info.width, height: info.height };
     } catch (error) {
-      if (error instanceof RetouchError) return { index, jobId, input, error: error.message };
+      if (error instanceof RetouchError && !(error instanceof RequestLevelError)) {
+        return { index, jobId, input, error: error.message, code: error.code };
+      }
       throw error;
     }
   }

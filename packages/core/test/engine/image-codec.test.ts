@@ -1,8 +1,17 @@
+import { readFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { EngineError } from "../../src/engine/engine-error";
-import { DEFAULT_MAX_PIXELS, decodeImage, decodeMask, encodeImage, inspectImage } from "../../src/engine/image-codec";
+import {
+  checkImageStructure,
+  DEFAULT_MAX_PIXELS,
+  decodeImage,
+  decodeMask,
+  encodeImage,
+  inspectImage,
+  sniffImageFormat,
+} from "../../src/engine/image-codec";
 
 /** A PNG whose header claims `width` x `height` with a few bytes of data: a decompression bomb's shape. */
 function pngHeaderOnly(width: number, height: number): Buffer {
@@ -85,6 +94,81 @@ describe("inspectImage", () => {
       .toBuffer();
     await expect(inspectImage(png, 10_000)).rejects.toThrow(/200x200 pixels \(0.0 MP\); the limit is 0.0 MP/);
     expect(DEFAULT_MAX_PIXELS).toBe(40_000_000);
+  });
+});
+
+describe("checkImageStructure", () => {
+  const photo = () => readFile(new URL("./fixtures/coffee.jpg", import.meta.url));
+  const encodings = async () => {
+    const source = sharp(await photo());
+    return {
+      jpeg: await photo(),
+      progressive: await source.clone().jpeg({ quality: 90, progressive: true }).toBuffer(),
+      exif: await source.clone().jpeg({ quality: 85 }).withMetadata({ orientation: 3 }).toBuffer(),
+      png: await source.clone().png().toBuffer(),
+      webp: await source.clone().webp({ quality: 80 }).toBuffer(),
+      lossless: await source.clone().webp({ lossless: true }).toBuffer(),
+    };
+  };
+  const formatOf = (bytes: Buffer) => sniffImageFormat(bytes) ?? "jpeg";
+
+  it("accepts real photographs in every input format, and bytes after a JPEG's end (camera trailers)", async () => {
+    const files = await encodings();
+    for (const [name, bytes] of Object.entries(files))
+      expect(() => checkImageStructure(bytes, formatOf(bytes)), name).not.toThrow();
+    const trailer = Buffer.concat([files.jpeg, Buffer.from("vendor trailer data")]);
+    expect(() => checkImageStructure(trailer, "jpeg")).not.toThrow();
+  });
+
+  it("refuses every truncation of every format: at the end, in the middle, in the headers", async () => {
+    for (const [name, bytes] of Object.entries(await encodings())) {
+      for (const keep of [bytes.length - 1, bytes.length - 2, Math.floor(bytes.length / 2), 200, 40, 13]) {
+        const cut = bytes.subarray(0, keep);
+        expect(() => checkImageStructure(cut, formatOf(bytes)), `${name} cut to ${keep} bytes`).toThrow(/truncated|damaged/);
+        await expect(inspectImage(cut)).rejects.toMatchObject({ reason: "unsupported_image" });
+      }
+    }
+  });
+
+  it("refuses a PNG with any changed byte (chunk checksums)", async () => {
+    const { png } = await encodings();
+    for (const at of [20, Math.floor(png.length / 3), png.length - 20]) {
+      const damaged = Buffer.from(png);
+      damaged[at] = (damaged[at] ?? 0) ^ 0x10;
+      expect(() => checkImageStructure(damaged, "png"), `byte ${at}`).toThrow(/fails its checksum|invalid PNG chunk/);
+    }
+  });
+
+  it("refuses a JPEG whose segments are broken, and one without image data", async () => {
+    const { jpeg } = await encodings();
+    // The byte after APP0 must start the next marker segment.
+    const app0End = 4 + jpeg.readUInt16BE(4);
+    const broken = Buffer.from(jpeg);
+    broken[app0End] = 0x00;
+    expect(() => checkImageStructure(broken, "jpeg")).toThrow(/no JPEG marker/);
+    const overlong = Buffer.from(jpeg);
+    overlong.writeUInt16BE(0xfff0, 4);
+    expect(() => checkImageStructure(overlong, "jpeg")).toThrow(/damaged|truncated/);
+    const headerOnly = Buffer.concat([jpeg.subarray(0, app0End), Buffer.from([0xff, 0xd9])]);
+    expect(() => checkImageStructure(headerOnly, "jpeg")).toThrow(/before any image data/);
+  });
+
+  it("refuses a WebP whose RIFF length does not match its chunks", async () => {
+    const { webp } = await encodings();
+    const longer = Buffer.from(webp);
+    longer.writeUInt32LE(webp.readUInt32LE(4) + 100, 4);
+    expect(() => checkImageStructure(longer, "webp")).toThrow(/truncated/);
+    const chunkOverrun = Buffer.from(webp);
+    chunkOverrun.writeUInt32LE(webp.readUInt32LE(16) + 100, 16);
+    expect(() => checkImageStructure(chunkOverrun, "webp")).toThrow(/overruns/);
+  });
+
+  it("sniffs the format from magic bytes only", async () => {
+    const files = await encodings();
+    expect([files.jpeg, files.png, files.webp].map((bytes) => sniffImageFormat(bytes))).toEqual(["jpeg", "png", "webp"]);
+    expect(sniffImageFormat(Buffer.from("<html><body>not found</body></html>"))).toBeUndefined();
+    expect(sniffImageFormat(Buffer.from("GIF89a"))).toBeUndefined();
+    expect(sniffImageFormat(Buffer.alloc(0))).toBeUndefined();
   });
 });
 

@@ -73,7 +73,7 @@ Retouch edits an existing image; it cannot generate one from nothing. The prompt
 
 ## Editing an image
 
-1. \`POST ${base}/api/process\` with \`Authorization: Bearer pk_...\` and \`{"image": "<base64 JPEG/PNG/WebP>", "prompt": "remove the background"}\` → \`{"job_id", "credits_remaining"}\`. Optional: \`format\` (jpeg, png, webp), \`quality\` (1-100), \`mask\`, \`detect\`, \`webhook_url\`, or \`{"images": [...]}\` for a batch. Send an \`Idempotency-Key\` header to retry safely.
+1. \`POST ${base}/api/process\` with \`Authorization: Bearer pk_...\` and \`{"image": "<base64 JPEG/PNG/WebP>", "prompt": "remove the background"}\` (or \`"image_url": "https://..."\`, a public address the service fetches) → \`{"job_id", "credits_remaining"}\`. Optional: \`format\` (jpeg, png, webp), \`quality\` (1-100), \`mask\`, \`detect\`, \`webhook_url\`, or \`{"images": [...]}\` for a batch. Send an \`Idempotency-Key\` header to retry safely.
 2. \`GET ${base}/api/process/status?job_id=...\` every 2-5 seconds until \`status\` is \`done\` or \`error\`.
 3. \`GET ${base}/api/process/result?job_id=...\` → \`{"url", "format", "width", "height", ...}\`; download \`url\` with a plain GET within the hour.
 
@@ -119,7 +119,8 @@ for them.
 Endpoint \`${base}${MCP_PATH}\` (Streamable HTTP, stateless), same bearer key.
 
 1. \`edit_image\` with \`image\` (base64 JPEG, PNG or WebP; a \`data:image/...;base64,\`
-   prefix is fine) and \`prompt\`. Optional: \`format\`, \`quality\` (1-100), \`mask\`
+   prefix is fine), or \`image_url\` (a public https: URL of the image, fetched by the
+   service: no base64 needed), and \`prompt\`. Optional: \`format\`, \`quality\` (1-100), \`mask\`
    (base64 PNG, white = area to edit), \`detect\` ("person . car"), \`idempotency_key\`
    (reuse it if you retry the same call, to avoid paying twice). Returns \`job_id\`.
 2. \`get_job_status\` with the \`job_id\` every 2-5 seconds until \`status\` is \`done\`
@@ -161,6 +162,7 @@ A tool error's text is JSON \`{"code", "message"}\`.
 | \`insufficient_credits\` (402) | the balance is empty; tell the user |
 | \`rate_limited\` (429) | wait the \`Retry-After\` seconds, then retry with the same idempotency key |
 | \`too_many_in_flight\` (429) | wait for running jobs to finish, then retry |
+| \`image_fetch_failed\` (502) | the host of \`image_url\` failed; nothing was charged; retry later with the same idempotency key |
 | \`job_failed\` (500, on the result) | the edit could not be done; the credit was refunded; rephrase or send a mask |
 `;
 }

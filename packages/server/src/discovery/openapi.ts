@@ -374,7 +374,15 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
     ...document.components,
     schemas: {
       Error: errorSchema,
-      ProcessRequestItem: { ...item, description: "One image to edit" },
+      ProcessRequestItem: {
+        ...item,
+        description: "One image to edit: `image` (the spec's required field) or, instead, `image_url`",
+        // The spec's `image` stays required unless its alternative `image_url` is given: exactly one of the two.
+        oneOf: [
+          { required: ["image"], not: { required: ["image_url"] } },
+          { required: ["image_url"], not: { required: ["image"] } },
+        ],
+      },
       BatchRequest: {
         type: "object",
         description: `A batch: 1 to ${MAX_BATCH_SIZE} images (at most your plan's concurrent-jobs limit)`,

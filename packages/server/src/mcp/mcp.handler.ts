@@ -10,14 +10,18 @@ export const MCP_PATH = "/mcp";
 export const MCP_SERVER_VERSION = "1.0.0";
 
 const INSTRUCTIONS = `Retouch edits images from plain-language instructions.
-1. edit_image with the image (base64 JPEG, PNG or WebP) and a prompt: it returns a job_id at once and costs 1 credit (refunded if the job fails).
+1. edit_image with the image (base64 JPEG, PNG or WebP, or image_url: a public https URL the service fetches) and a prompt: it returns a job_id at once and costs 1 credit (refunded if the job fails).
 2. get_job_status every 2-5 seconds until status is "done" or "error".
 3. get_job_result: a signed https url to download the image (valid 1 hour) and its metadata.
 Errors come back as tool errors whose text is JSON {"code", "message"}; "email_unverified" means the account owner must verify their email first, "insufficient_credits" that the balance is empty, "rate_limited" and "too_many_in_flight" that you should wait before retrying.`;
 
+/**
+ * No structuredContent: clients that listed the tools validate it against the
+ * tool's output schema, even on an error, and would turn `{ code, message }`
+ * into a protocol error instead of a tool error the agent can read.
+ */
 function toolError(error: RetouchError) {
-  const body: Record<string, unknown> = { ...error.toBody() };
-  return { isError: true, content: [{ type: "text" as const, text: JSON.stringify(body) }], structuredContent: body };
+  return { isError: true, content: [{ type: "text" as const, text: JSON.stringify(error.toBody()) }] };
 }
 
 /**

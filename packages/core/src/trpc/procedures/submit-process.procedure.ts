@@ -12,6 +12,7 @@ export const submitProcess = apiKeyProcedure
       "idempotency_key_reused",
       "rate_limited",
       "too_many_in_flight",
+      "image_fetch_failed",
       "upstream_error",
     ],
     openapi: {
@@ -20,7 +21,7 @@ export const submitProcess = apiKeyProcedure
       tags: ["Jobs"],
       summary: "Submit an edit (one image or a batch)",
       description:
-        "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely.",
+        "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely. Each image comes as base64 (`image`) or as a public https: URL the service fetches now (`image_url`); a fetch the host fails answers 502 `image_fetch_failed`, charges nothing, and can be retried with the same key.",
     },
     mcp: {
       name: "edit_image",
