@@ -11,31 +11,29 @@ export async function insertPendingJob(
   options: { charge?: boolean; inputBlob?: string | null; prompt?: string; id?: string } = {},
 ): Promise<string> {
   const jobId = options.id ?? newId("job");
-  await services.stores.jobs.submission(async (tx) => {
-    if (options.charge) await tx.debit(userId, [jobId]);
-    await tx.insertJobs([
-      {
-        id: jobId,
-        userId,
-        batchId: null,
-        batchIndex: null,
-        status: "pending",
-        workflow: "generative_edit",
-        prompt: options.prompt ?? "make it sepia",
-        negativePrompt: null,
-        detect: null,
-        outputFormat: "jpeg",
-        quality: null,
-        webhookUrl: null,
-        inputBlob: options.inputBlob ?? null,
-        maskBlob: null,
-        inputWidth: 320,
-        inputHeight: 240,
-        rejection: null,
-        creditsRemaining: null,
-      },
-    ]);
-  });
+  const client = new pg.Client({ connectionString: services.config.databaseUrl as string });
+  await client.connect();
+  try {
+    await client.query("begin");
+    if (options.charge) {
+      const { rows } = await client.query<{ credits: number }>(
+        "update profiles set credits = credits - 1 where user_id = $1 returning credits",
+        [userId],
+      );
+      await client.query(
+        "insert into credit_ledger (user_id, delta, balance_after, reason, job_id) values ($1, -1, $2, 'job_debit', $3)",
+        [userId, rows[0]?.credits, jobId],
+      );
+    }
+    await client.query(
+      `insert into jobs (id, user_id, status, workflow, prompt, output_format, input_blob, input_width, input_height, credits_used)
+       values ($1, $2, 'pending', 'generative_edit', $3, 'jpeg', $4, 320, 240, $5)`,
+      [jobId, userId, options.prompt ?? "make it sepia", options.inputBlob ?? null, 1],
+    );
+    await client.query("commit");
+  } finally {
+    await client.end();
+  }
   return jobId;
 }
 

@@ -79,7 +79,7 @@ export { UrlSigner } from "./lib/signed-urls";
 export { createMailer, type Mailer, type MailMessage } from "./mail/mailer";
 export { EnginePool } from "./processing/engine-pool";
 export { ImageProcessor, MAX_ATTEMPTS } from "./processing/image-processor";
-export { JobQueue } from "./processing/job-queue";
+export { JobQueue, PROCESS_IMAGE, QUEUE_CHANNEL } from "./processing/job-queue";
 export { runMaintenance } from "./processing/maintenance";
 export { catalogModelOptions, ModelProvisioner } from "./processing/model-provisioner";
 export { MAX_BATCH_SIZE, MAX_PROMPT_CHARS, processItemSchema } from "./schemas/process.schemas";

@@ -5,10 +5,11 @@
  *
  * Uses DATABASE_URL when set, otherwise an embedded PostgreSQL in a temporary directory.
  */
+import { readdirSync, readFileSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { createLogger, newId, parseConfig, type Services } from "@retouch/core";
+import { createLogger, newId, PROCESS_IMAGE, parseConfig, QUEUE_CHANNEL, type Services } from "@retouch/core";
 import pg from "pg";
 import sharp from "sharp";
 import { startRetouch } from "../src/app";
@@ -30,6 +31,30 @@ function summary(label: string, samples: number[], wallMs: number): { rate: numb
     `${label.padEnd(44)} ${result.rate.toFixed(0).padStart(6)} /s   p50 ${result.p50.toFixed(2).padStart(7)} ms   p99 ${result.p99.toFixed(2).padStart(7)} ms`,
   );
   return result;
+}
+
+/** CPU time so far of this process and of every PostgreSQL process on the machine (Linux /proc), in ms. */
+function sampleCpu(): { node: number; postgres: number } {
+  const usage = process.cpuUsage();
+  let postgresTicks = 0;
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (!stat.includes("(postgres)")) continue;
+      // Fields after the command: state is field 3; utime and stime are fields 14 and 15.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      postgresTicks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  // Linux counts in clock ticks of 10 ms (USER_HZ 100).
+  return { node: (usage.user + usage.system) / 1000, postgres: postgresTicks * 10 };
+}
+
+function cpuPerOperation(before: { node: number; postgres: number }, operations: number): { node: number; postgres: number } {
+  const after = sampleCpu();
+  return { node: (after.node - before.node) / operations, postgres: (after.postgres - before.postgres) / operations };
 }
 
 async function runConcurrently(
@@ -102,6 +127,7 @@ async function main(): Promise<void> {
   const accounts = await makeAccounts(api.services, Math.ceil(SUBMISSIONS / PER_ACCOUNT));
   const url = `${api.http?.url}/api/process`;
   const body = JSON.stringify({ image, prompt: "make it black and white" });
+  const cpuBefore = sampleCpu();
   const http = await runConcurrently(SUBMISSIONS, CLIENTS, async (index) => {
     const account = accounts[Math.floor(index / PER_ACCOUNT)] as { key: string };
     const response = await fetch(url, {
@@ -112,52 +138,61 @@ async function main(): Promise<void> {
     if (response.status !== 200) throw new Error(`submission answered ${response.status}: ${await response.text()}`);
   });
   const viaHttp = summary("POST /api/process (HTTP, validation, blobs)", http.samples, http.wallMs);
-  await api.close();
+  const httpCpu = cpuPerOperation(cpuBefore, SUBMISSIONS);
 
-  // 2. The same transaction, straight to PostgreSQL: lock the profile, count in-flight jobs,
-  //    count the last minute's submissions, debit with a ledger row, insert the job.
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: CLIENTS });
+  // 2. The floor: the same submission transaction (with its queue entry and NOTIFY), sent
+  //    straight to PostgreSQL by the same store call the service makes (one `retouch_submit`
+  //    round trip), with no HTTP, authentication, validation or blob around it.
+  const jobs = api.services.stores.jobs;
+  const floorBefore = sampleCpu();
   const raw = await runConcurrently(SUBMISSIONS, CLIENTS, async (index) => {
     const account = accounts[Math.floor(index / PER_ACCOUNT)] as { userId: string };
-    const client = await pool.connect();
-    try {
-      await client.query("begin");
-      await client.query("select plan, credits from profiles where user_id = $1 for update", [account.userId]);
-      await client.query("select count(*) from jobs where user_id = $1 and status = 'pending'", [account.userId]);
-      // The sliding-log statement of RateLimitsStore.hit, with the plan's limit never reached.
-      const now = Date.now();
-      await client.query(
-        `insert into rate_limit_events as r (key, hits) values ($1, array_fill($2::bigint, array[1]))
-         on conflict (key) do update set hits = array(select h from unnest(r.hits) h where h > $3) || excluded.hits
-         where (select count(*) from unnest(r.hits) h where h > $3) + 1 <= $4
-         returning key`,
-        [`raw:${account.userId}`, now, now - 60_000, 1_000_000],
-      );
-      const jobId = newId("job");
-      const { rows } = await client.query<{ credits: number }>(
-        "update profiles set credits = credits - 1 where user_id = $1 and credits >= 1 returning credits",
-        [account.userId],
-      );
-      await client.query(
-        "insert into credit_ledger (user_id, delta, balance_after, reason, job_id) values ($1, -1, $2, 'job_debit', $3)",
-        [account.userId, rows[0]?.credits, jobId],
-      );
-      await client.query(
-        "insert into jobs (id, user_id, status, workflow, prompt, output_format, input_blob, credits_used) values ($1, $2, 'pending', 'generative_edit', 'x', 'jpeg', $3, 1)",
-        [jobId, account.userId, `inputs/${jobId}`],
-      );
-      await client.query("commit");
-    } catch (error) {
-      await client.query("rollback");
-      throw error;
-    } finally {
-      client.release();
-    }
+    const jobId = newId("job");
+    const outcome = await jobs.submit({
+      userId: account.userId,
+      now: Date.now(),
+      windowMs: 60_000,
+      // The floor's own limits, never reached: it measures the transaction, not a refusal.
+      plans: { pro: { perMinute: 1_000_000, concurrent: 1_000_000 } },
+      queue: { jobName: PROCESS_IMAGE, channel: QUEUE_CHANNEL },
+      jobs: [
+        {
+          id: jobId,
+          batchId: null,
+          batchIndex: null,
+          status: "pending",
+          workflow: "generative_edit",
+          prompt: "make it black and white",
+          negativePrompt: null,
+          detect: null,
+          outputFormat: "jpeg",
+          quality: null,
+          webhookUrl: null,
+          inputBlob: `inputs/${jobId}`,
+          maskBlob: null,
+          inputWidth: 64,
+          inputHeight: 64,
+          rejection: null,
+        },
+      ],
+      response: { job_id: jobId },
+    });
+    if (outcome.state !== "accepted") throw new Error(`direct submission ${outcome.state}`);
   });
   const direct = summary("same transaction, direct to PostgreSQL", raw.samples, raw.wallMs);
+  const floorCpu = cpuPerOperation(floorBefore, SUBMISSIONS);
+  await api.close();
   console.log(
-    `${"ratio (HTTP / direct)".padEnd(44)} ${(direct.rate / viaHttp.rate).toFixed(2).padStart(6)}x slower, p50 x${(viaHttp.p50 / direct.p50).toFixed(2)}\n`,
+    `${"ratio (HTTP / direct)".padEnd(44)} ${(direct.rate / viaHttp.rate).toFixed(2).padStart(6)}x slower, p50 x${(viaHttp.p50 / direct.p50).toFixed(2)}`,
   );
+  console.log(
+    `${"CPU per submission, HTTP path".padEnd(44)} Node ${httpCpu.node.toFixed(2)} ms (server and client in this process), PostgreSQL ${httpCpu.postgres.toFixed(2)} ms`,
+  );
+  console.log(
+    `${"CPU per submission, direct".padEnd(44)} Node ${floorCpu.node.toFixed(2)} ms, PostgreSQL ${floorCpu.postgres.toFixed(2)} ms`,
+  );
+  console.log(`${"load average (1 min) after".padEnd(44)} ${os.loadavg()[0]?.toFixed(2)}\n`);
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
   // Clear the benchmark's backlog so the pickup figures measure an idle worker.
   await pool.query("update jobs set status = 'error' where status = 'pending'");
   await pool.query("delete from agenda_jobs where name = 'process-image'");

@@ -274,7 +274,7 @@ describe("text PostgreSQL cannot store", () => {
     expect(batch.status).toBe(400);
     expect(batch.body.message).toMatch(/^images\.1\.prompt: contains a NUL/);
     expect(await balance()).toBe(before);
-    expect(await app.services.stores.jobs.submission((tx) => tx.countPending(account.userId))).toBe(0);
+    expect(await app.services.stores.jobs.countPending(account.userId)).toBe(0);
   });
 
   it("refuses an unpaired surrogate, which would be silently replaced on the way into the database", async () => {

@@ -30,7 +30,7 @@ const sweep = () =>
     blobs: app.services.blobs,
     config: app.config,
     logger: app.services.logger,
-    enqueueOnce: (jobId) => app.services.queue.enqueue(jobId),
+    enqueueOnce: (jobId) => app.services.queue.enqueueOnce(jobId),
     onSettled: (job) => app.services.webhooks.afterSettle(job),
     rescheduleWebhooks: (graceMs) => app.services.webhooks.rescheduleOverdue(graceMs),
   });

@@ -129,7 +129,7 @@ describe("POST /api/process, one image", () => {
     expect(response.body.code).toMatch(/^(invalid_request|batch_exceeds_plan_limit)$/);
     expect(response.body.message).toMatch(message);
     expect(await balanceOf(account)).toBe(10);
-    expect(await app.services.stores.jobs.submission((tx) => tx.countPending(account.userId))).toBe(0);
+    expect(await app.services.stores.jobs.countPending(account.userId)).toBe(0);
   });
 
   it("answers 413 for a body over RETOUCH_MAX_REQUEST_BYTES, before reading it", async () => {
@@ -159,7 +159,7 @@ describe("POST /api/process, one image", () => {
     expect(response.status).toBe(402);
     expect(response.body.code).toBe("insufficient_credits");
     expect(await balanceOf(account)).toBe(0);
-    expect(await app.services.stores.jobs.submission((tx) => tx.countPending(account.userId))).toBe(0);
+    expect(await app.services.stores.jobs.countPending(account.userId)).toBe(0);
   });
 });
 

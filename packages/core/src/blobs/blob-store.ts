@@ -20,6 +20,9 @@ const SAFE_KEY = /^[a-z0-9][a-z0-9_-]*(?:\/[a-z0-9][a-z0-9_.-]*)*$/;
 
 /** Blobs as files under one directory; keys like `inputs/job_x` map to paths below it, never above. */
 export class FileBlobStore implements BlobStore {
+  /** Directories known to exist, so a put is one file write, not a mkdir too. */
+  private readonly directories = new Set<string>();
+
   constructor(private readonly root: string) {}
 
   private file(key: string): string {
@@ -29,11 +32,22 @@ export class FileBlobStore implements BlobStore {
 
   async put(key: string, bytes: Buffer): Promise<void> {
     const file = this.file(key);
-    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    // Write then rename, so a reader never sees half a file.
-    const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
-    await writeFile(temp, bytes, { mode: 0o600 });
-    await rename(temp, file);
+    const dir = path.dirname(file);
+    if (!this.directories.has(dir)) {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      this.directories.add(dir);
+    }
+    // A new key (every input, every first result) is written once, straight to its name:
+    // nothing refers to it until the database row that names it commits. Replacing an
+    // existing blob writes beside it and renames, so a reader never sees half a file.
+    try {
+      await writeFile(file, bytes, { mode: 0o600, flag: "wx" });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
+      await writeFile(temp, bytes, { mode: 0o600 });
+      await rename(temp, file);
+    }
   }
 
   get(key: string): Promise<Buffer> {

@@ -5,6 +5,12 @@ import type { Config } from "../config/env";
 import type { Logger } from "../lib/logger";
 
 export const PROCESS_IMAGE = "process-image";
+/**
+ * The LISTEN/NOTIFY channel of the queue. Submissions write their queue entry
+ * and NOTIFY in the database, in the transaction that creates the job
+ * (`retouch_submit`), so this name and PROCESS_IMAGE travel to it.
+ */
+export const QUEUE_CHANNEL = "agenda:jobs";
 const DELIVER_WEBHOOK = "deliver-webhook";
 const MAINTENANCE = "maintenance";
 
@@ -18,8 +24,8 @@ export interface QueueHandlers {
 }
 
 /**
- * The durable queue: Agenda on PostgreSQL. A submission inserts a queue job
- * and NOTIFYs; a worker LISTENing picks it up within milliseconds (polling is
+ * The durable queue: Agenda on PostgreSQL. A submission's transaction inserts
+ * the queue entry and NOTIFYs (`retouch_submit`); a worker LISTENing picks it up within milliseconds (polling is
  * only the fallback). A worker that dies leaves its lock to expire after
  * `jobLockLifetimeMs`, then another worker takes the job.
  */
@@ -39,7 +45,7 @@ export class JobQueue {
     const { config, logger } = options;
     this.agenda = new Agenda({
       // The table is created by our migrations (0003-queue), never by the backend.
-      backend: new PostgresBackend({ pool: options.pool, ensureSchema: false }),
+      backend: new PostgresBackend({ pool: options.pool, ensureSchema: false, channelName: QUEUE_CHANNEL }),
       processEvery: config.queuePollIntervalMs,
       maxConcurrency: config.workerConcurrency + 1,
       defaultLockLifetime: config.jobLockLifetimeMs,
@@ -80,10 +86,6 @@ export class JobQueue {
   async start(): Promise<void> {
     await this.agenda.start();
     if (this.working) await this.agenda.every("1 minute", MAINTENANCE);
-  }
-
-  async enqueue(jobId: string): Promise<void> {
-    await this.agenda.now(PROCESS_IMAGE, { jobId });
   }
 
   /** Enqueues unless a queue entry for the job is already waiting (used by the reconciler). */

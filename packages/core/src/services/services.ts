@@ -7,6 +7,7 @@ import type { Logger } from "../lib/logger";
 import { UrlSigner } from "../lib/signed-urls";
 import type { Mailer } from "../mail/mailer";
 import { verificationEmail } from "../mail/verification-email";
+import { PROCESS_IMAGE, QUEUE_CHANNEL } from "../processing/job-queue";
 import { ApiKeysStore } from "../stores/api-keys.store";
 import { JobsStore } from "../stores/jobs.store";
 import { ProfilesStore } from "../stores/profiles.store";
@@ -22,7 +23,8 @@ import { SubmissionsService } from "./submissions.service";
 import { WebhooksService } from "./webhooks.service";
 
 export interface QueueClient {
-  enqueue(jobId: string): Promise<void>;
+  /** Queues a committed job unless its queue entry is already waiting (the maintenance sweep's repair). */
+  enqueueOnce(jobId: string): Promise<void>;
   scheduleDelivery(deliveryId: string, at: Date): Promise<void>;
 }
 
@@ -52,7 +54,7 @@ export function createServices(deps: ServiceDependencies) {
     profiles: profilesStore,
     rateLimits: rateLimitsStore,
     users: new UsersStore(db),
-    jobs: new JobsStore(db, profilesStore, rateLimitsStore, deliveriesStore),
+    jobs: new JobsStore(db, profilesStore, deliveriesStore),
     webhookDeliveries: deliveriesStore,
   };
   const blobs = deps.blobs ?? new FileBlobStore(path.join(config.dataDir, "blobs"));
@@ -90,11 +92,10 @@ export function createServices(deps: ServiceDependencies) {
     profiles,
     submissions: new SubmissionsService({
       jobs: stores.jobs,
-      profiles,
       blobs,
       config,
       logger,
-      enqueue: (jobId) => deps.queue.enqueue(jobId),
+      queue: { jobName: PROCESS_IMAGE, channel: QUEUE_CHANNEL },
       ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
     }),
     jobs: jobsService,

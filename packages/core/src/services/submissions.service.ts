@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
-import { isPlanName, PLAN_LIMITS, type PlanName } from "../config/plans";
+import { PLAN_LIMITS } from "../config/plans";
 import type { ImageFormat, JobWorkflow } from "../db/schema";
 import { EngineError } from "../engine/engine-error";
 import { inspectImage } from "../engine/image-codec";
@@ -12,10 +12,10 @@ import { newId } from "../lib/ids";
 import type { Logger } from "../lib/logger";
 import { checkOutboundUrl } from "../lib/network-guard";
 import { type ProcessInput, type ProcessItemInput, processItemSchema, type SubmissionOutput } from "../schemas/process.schemas";
-import type { JobsStore, NewJob } from "../stores/jobs.store";
+import type { JobsStore, NewJob, SubmitRefusal } from "../stores/jobs.store";
+import { retryAfterSeconds } from "../stores/rate-limits.store";
 import { type FetchSession, IMAGE_FETCH_CONCURRENCY, ImageInputsService, RequestLevelError } from "./image-inputs.service";
 import type { Principal } from "./principal";
-import type { ProfilesService } from "./profiles.service";
 
 const MINUTE = 60_000;
 /** Idempotency keys: printable ASCII, as Stripe and the IETF draft allow; a UUID fits. */
@@ -46,12 +46,11 @@ interface RejectedItem {
 
 export interface SubmissionsDependencies {
   jobs: JobsStore;
-  profiles: ProfilesService;
   blobs: BlobStore;
   config: Pick<Config, "maxImageBytes" | "maxImagePixels" | "maxRequestBytes" | "webhookAllowInsecure" | "imageFetchTimeoutMs">;
   logger: Logger;
-  /** Hands a committed job to the queue. A failure is logged: the queue's reconciler enqueues it later. */
-  enqueue(jobId: string): Promise<void>;
+  /** The queue's job name and NOTIFY channel: a submission queues its jobs in its own transaction. */
+  queue: { jobName: string; channel: string };
   /** For tests: how webhook and image_url hosts resolve. */
   resolveHost?: (host: string) => Promise<string[]>;
 }
@@ -86,6 +85,45 @@ function requestHash(input: ProcessInput): string {
   return createHash("sha256").update(canonical).digest("hex");
 }
 
+/** The plans' limits as the submission function takes them. */
+const PLAN_LIMITS_FOR_STORE = Object.fromEntries(
+  Object.entries(PLAN_LIMITS).map(([name, limits]) => [
+    name,
+    { perMinute: limits.submissionsPerMinute, concurrent: limits.concurrentJobs },
+  ]),
+);
+
+/** The database's refusal as the client's error, with a message that says what to do. */
+function refusalError(refusal: SubmitRefusal, count: number, size: number): RetouchError {
+  switch (refusal.code) {
+    case "idempotency_key_reused":
+      return new RetouchError("idempotency_key_reused");
+    case "batch_exceeds_plan_limit":
+      return new RetouchError(
+        "batch_exceeds_plan_limit",
+        `This batch has ${size} images; your ${refusal.plan} plan runs at most ${refusal.limit} at once. Submit fewer images per call.`,
+      );
+    case "rate_limited": {
+      const seconds = retryAfterSeconds(refusal.retryAfterMs);
+      return new RetouchError(
+        "rate_limited",
+        `Your ${refusal.plan} plan accepts ${refusal.limit} images per minute; retry after ${seconds} s.`,
+        { retryAfterSeconds: seconds },
+      );
+    }
+    case "too_many_in_flight":
+      return new RetouchError(
+        "too_many_in_flight",
+        `${refusal.pending} of your jobs are still processing and your ${refusal.plan} plan runs at most ${refusal.limit} at once; retry after some finish.`,
+      );
+    case "insufficient_credits":
+      return new RetouchError(
+        "insufficient_credits",
+        `This request needs ${count} credit${count === 1 ? "" : "s"} and your balance is ${refusal.balance}; top up before retrying.`,
+      );
+  }
+}
+
 export class SubmissionsService {
   private readonly images: ImageInputsService;
 
@@ -102,14 +140,6 @@ export class SubmissionsService {
       throw new RetouchError("invalid_request", "Idempotency-Key must be 1 to 255 printable ASCII characters (a UUID is ideal).");
     }
     const isBatch = input.images !== undefined;
-    const profile = await this.deps.profiles.get(principal.userId);
-    const plan = PLAN_LIMITS[isPlanName(profile.plan) ? profile.plan : "free"];
-    if (isBatch && (input.images?.length ?? 0) > plan.concurrentJobs) {
-      throw new RetouchError(
-        "batch_exceeds_plan_limit",
-        `This batch has ${input.images?.length} images; your ${profile.plan} plan runs at most ${plan.concurrentJobs} at once. Submit fewer images per call.`,
-      );
-    }
 
     const hash = idempotencyKey === undefined ? undefined : requestHash(input);
     if (idempotencyKey !== undefined && hash !== undefined) {
@@ -135,57 +165,23 @@ export class SubmissionsService {
     if (!isBatch && rejected[0]) throw new RetouchError(rejected[0].code, rejected[0].error);
 
     const written = await this.writeBlobs(accepted);
+    const batchId = isBatch ? newId("bat") : null;
     try {
-      const outcome = await this.deps.jobs.submission(async (tx) => {
-        if (idempotencyKey !== undefined && hash !== undefined) {
-          const claim = await tx.claimIdempotencyKey(principal.userId, idempotencyKey, hash);
-          if (claim.state === "conflict") throw new RetouchError("idempotency_key_reused");
-          if (claim.state === "replay") return { replayed: true, response: claim.response as SubmissionOutput };
-        }
-        const locked = await tx.lockProfile(principal.userId);
-        const limits = PLAN_LIMITS[(isPlanName(locked.plan) ? locked.plan : "free") as PlanName];
-        const count = accepted.length;
-        if (count > 0) {
-          const window = await tx.hitRateWindow(`submissions:${principal.userId}`, {
-            limit: limits.submissionsPerMinute,
-            windowMs: MINUTE,
-            amount: count,
-          });
-          if (!window.allowed) {
-            throw new RetouchError(
-              "rate_limited",
-              `Your ${locked.plan} plan accepts ${limits.submissionsPerMinute} images per minute; retry after ${window.retryAfterSeconds} s.`,
-              { retryAfterSeconds: window.retryAfterSeconds },
-            );
-          }
-          const pending = await tx.countPending(principal.userId);
-          if (pending + count > limits.concurrentJobs) {
-            throw new RetouchError(
-              "too_many_in_flight",
-              `${pending} of your jobs are still processing and your ${locked.plan} plan runs at most ${limits.concurrentJobs} at once; retry after some finish.`,
-            );
-          }
-        }
-        const balance =
-          count > 0
-            ? await tx.debit(
-                principal.userId,
-                accepted.map((item) => item.jobId),
-              )
-            : locked.credits;
-        if (balance === undefined) {
-          throw new RetouchError(
-            "insufficient_credits",
-            `This request needs ${count} credit${count === 1 ? "" : "s"} and your balance is ${locked.credits}; top up before retrying.`,
-          );
-        }
-        const batchId = isBatch ? newId("bat") : null;
-        if (batchId) await tx.insertBatch(batchId, principal.userId);
-        await tx.insertJobs([
-          ...accepted.map((item) => this.pendingJob(principal.userId, batchId, item, written)),
-          ...rejected.map((item) => this.rejectedJob(principal.userId, batchId, item, balance)),
-        ]);
-        const response: SubmissionOutput = batchId
+      const outcome = await this.deps.jobs.submit({
+        userId: principal.userId,
+        ...(idempotencyKey !== undefined && hash !== undefined
+          ? { idempotency: { key: idempotencyKey, requestHash: hash } }
+          : {}),
+        now: Date.now(),
+        windowMs: MINUTE,
+        plans: PLAN_LIMITS_FOR_STORE,
+        queue: this.deps.queue,
+        ...(batchId ? { batch: { id: batchId, size: items.length } } : {}),
+        jobs: [
+          ...accepted.map((item) => this.pendingJob(batchId, item, written)),
+          ...rejected.map((item) => this.rejectedJob(batchId, item)),
+        ],
+        response: batchId
           ? {
               batch_id: batchId,
               jobs: checked.map((item) =>
@@ -193,26 +189,19 @@ export class SubmissionsService {
                   ? { job_id: item.jobId, status: "error", error: item.error }
                   : { job_id: item.jobId, status: "pending" },
               ),
-              credits_remaining: balance,
             }
-          : { job_id: accepted[0]?.jobId as string, credits_remaining: balance };
-        if (idempotencyKey !== undefined) await tx.saveIdempotentResponse(principal.userId, idempotencyKey, response);
-        return { replayed: false, response };
+          : { job_id: accepted[0]?.jobId as string },
       });
-      if (outcome.replayed) {
+      if (outcome.state === "refused") throw refusalError(outcome.refusal, accepted.length, items.length);
+      if (outcome.state === "replay") {
         await this.deleteBlobs(written);
-        return outcome.response;
-      }
-      for (const item of accepted) {
-        this.deps.enqueue(item.jobId).catch((error: unknown) => {
-          this.deps.logger.warn({ err: error, jobId: item.jobId }, "enqueue failed; the reconciler will pick the job up");
-        });
+        return outcome.response as SubmissionOutput;
       }
       this.deps.logger.info(
         { userId: principal.userId, jobs: accepted.map((item) => item.jobId), rejected: rejected.length },
         "submission accepted",
       );
-      return outcome.response;
+      return outcome.response as SubmissionOutput;
     } catch (error) {
       await this.deleteBlobs(written);
       throw error;
@@ -313,7 +302,6 @@ export class SubmissionsService {
   }
 
   private pendingJob(
-    userId: string,
     batchId: string | null,
     item: AcceptedItem,
     written: Map<string, { input: string; mask: string | null }>,
@@ -321,7 +309,6 @@ export class SubmissionsService {
     const blobs = written.get(item.jobId);
     return {
       id: item.jobId,
-      userId,
       batchId,
       batchIndex: batchId ? item.index : null,
       status: "pending",
@@ -337,15 +324,13 @@ export class SubmissionsService {
       inputWidth: item.width,
       inputHeight: item.height,
       rejection: null,
-      creditsRemaining: null,
     };
   }
 
-  private rejectedJob(userId: string, batchId: string | null, item: RejectedItem, creditsRemaining: number): NewJob {
+  private rejectedJob(batchId: string | null, item: RejectedItem): NewJob {
     const format = item.input.format;
     return {
       id: item.jobId,
-      userId,
       batchId,
       batchIndex: item.index,
       status: "error",
@@ -361,7 +346,6 @@ export class SubmissionsService {
       inputWidth: null,
       inputHeight: null,
       rejection: item.error,
-      creditsRemaining,
     };
   }
 }

@@ -1,14 +1,13 @@
-import { type Kysely, type Selectable, sql, type Transaction } from "kysely";
+import { type Kysely, type Selectable, sql } from "kysely";
 import type { Database, ImageFormat, JobTable, JobWorkflow } from "../db/schema";
 import type { ProfilesStore } from "./profiles.store";
-import type { RateDecision, RateLimitsStore } from "./rate-limits.store";
 import type { WebhookDeliveriesStore } from "./webhook-deliveries.store";
 
 export type JobRow = Selectable<JobTable>;
 
+/** A job row a submission writes: pending (charged 1 credit) or, for a batch item that could not start, error. */
 export interface NewJob {
   id: string;
-  userId: string;
   batchId: string | null;
   batchIndex: number | null;
   status: "pending" | "error";
@@ -25,122 +24,39 @@ export interface NewJob {
   inputHeight: number | null;
   /** Set for a batch item that could not be started: the client's explanation. */
   rejection: string | null;
-  /** For an item that could not be started: the balance after the submission (its metadata). */
-  creditsRemaining: number | null;
 }
 
-export type IdempotencyClaim = { state: "new" } | { state: "replay"; response: unknown } | { state: "conflict" };
-
-/**
- * The statements of one submission, all inside one transaction: the caller
- * (the submissions service) decides, this only reads and writes.
- */
-export class SubmissionTransaction {
-  constructor(
-    private readonly trx: Transaction<Database>,
-    private readonly profiles: ProfilesStore,
-    private readonly rateLimits: RateLimitsStore,
-  ) {}
-
-  /**
-   * Takes the key for this request. A parallel request with the same key waits
-   * here on the primary key until the first one commits or rolls back.
-   */
-  async claimIdempotencyKey(userId: string, key: string, requestHash: string): Promise<IdempotencyClaim> {
-    const inserted = await this.trx
-      .insertInto("idempotency_keys")
-      .values({ user_id: userId, key, request_hash: requestHash, response: null })
-      .onConflict((conflict) => conflict.columns(["user_id", "key"]).doNothing())
-      .returning("key")
-      .executeTakeFirst();
-    if (inserted) return { state: "new" };
-    const existing = await this.trx
-      .selectFrom("idempotency_keys")
-      .select(["request_hash", "response"])
-      .where("user_id", "=", userId)
-      .where("key", "=", key)
-      .executeTakeFirstOrThrow();
-    return existing.request_hash === requestHash ? { state: "replay", response: existing.response } : { state: "conflict" };
-  }
-
-  async saveIdempotentResponse(userId: string, key: string, response: unknown): Promise<void> {
-    await this.trx
-      .updateTable("idempotency_keys")
-      .set({ response: JSON.stringify(response) })
-      .where("user_id", "=", userId)
-      .where("key", "=", key)
-      .execute();
-  }
-
-  /** Locks the account's profile: submissions of one account are serialised from here to commit. */
-  async lockProfile(userId: string): Promise<{ plan: string; credits: number }> {
-    return this.trx
-      .selectFrom("profiles")
-      .select(["plan", "credits"])
-      .where("user_id", "=", userId)
-      .forUpdate()
-      .executeTakeFirstOrThrow();
-  }
-
-  async countPending(userId: string): Promise<number> {
-    const row = await this.trx
-      .selectFrom("jobs")
-      .select((eb) => eb.fn.countAll<string>().as("count"))
-      .where("user_id", "=", userId)
-      .where("status", "=", "pending")
-      .executeTakeFirstOrThrow();
-    return Number(row.count);
-  }
-
-  hitRateWindow(key: string, options: { limit: number; windowMs: number; amount: number }): Promise<RateDecision> {
-    return this.rateLimits.hit(key, options, this.trx);
-  }
-
-  /** One credit per job, one ledger row each. Undefined when the balance cannot cover them (nothing written). */
-  async debit(userId: string, jobIds: string[]): Promise<number | undefined> {
-    let balance: number | undefined;
-    for (const jobId of jobIds) {
-      balance = await this.profiles.changeCredits(this.trx, { userId, delta: -1, reason: "job_debit", jobId });
-      if (balance === undefined) return undefined;
-    }
-    return balance;
-  }
-
-  async insertBatch(id: string, userId: string): Promise<void> {
-    await this.trx.insertInto("batches").values({ id, user_id: userId }).execute();
-  }
-
-  async insertJobs(jobs: NewJob[]): Promise<void> {
-    if (jobs.length === 0) return;
-    await this.trx
-      .insertInto("jobs")
-      .values(
-        jobs.map((job) => ({
-          id: job.id,
-          user_id: job.userId,
-          batch_id: job.batchId,
-          batch_index: job.batchIndex,
-          status: job.status,
-          workflow: job.workflow,
-          prompt: job.prompt,
-          negative_prompt: job.negativePrompt,
-          detect: job.detect,
-          output_format: job.outputFormat,
-          quality: job.quality,
-          webhook_url: job.webhookUrl,
-          input_blob: job.inputBlob,
-          mask_blob: job.maskBlob,
-          input_width: job.inputWidth,
-          input_height: job.inputHeight,
-          credits_used: job.status === "pending" ? 1 : 0,
-          rejection: job.rejection,
-          credits_remaining: job.creditsRemaining,
-          finished_at: job.status === "error" ? new Date() : null,
-        })),
-      )
-      .execute();
-  }
+export interface SubmitRequest {
+  userId: string;
+  idempotency?: { key: string; requestHash: string };
+  /** The rate log's clock (ms since the epoch). */
+  now: number;
+  windowMs: number;
+  /** Every plan's limits; the function picks the account's plan under the profile lock. */
+  plans: Record<string, { perMinute: number; concurrent: number }>;
+  batch?: { id: string; size: number };
+  jobs: NewJob[];
+  /** Where pending jobs are queued: the queue's job name and its NOTIFY channel. */
+  queue: { jobName: string; channel: string };
+  /** The client's answer, saved under the idempotency key; `credits_remaining` is added by the database. */
+  response: Record<string, unknown>;
 }
+
+/** Why the database refused a submission (nothing was written), with the figures for the client's message. */
+export type SubmitRefusal =
+  | { code: "idempotency_key_reused" }
+  | { code: "batch_exceeds_plan_limit"; plan: string; limit: number }
+  | { code: "rate_limited"; plan: string; limit: number; retryAfterMs: number }
+  | { code: "too_many_in_flight"; plan: string; limit: number; pending: number }
+  | { code: "insufficient_credits"; needed: number; balance: number };
+
+export type SubmitOutcome =
+  | { state: "accepted"; response: Record<string, unknown> & { credits_remaining: number } }
+  | { state: "replay"; response: unknown }
+  | { state: "refused"; refusal: SubmitRefusal };
+
+/** SQLSTATE of the refusals `retouch_submit` raises (migration 0006). */
+const REFUSAL_SQLSTATE = "RTX01";
 
 export interface DoneResult {
   resultBlob: string;
@@ -155,12 +71,79 @@ export class JobsStore {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly profiles: ProfilesStore,
-    private readonly rateLimits: RateLimitsStore,
     private readonly deliveries: WebhookDeliveriesStore,
   ) {}
 
-  submission<T>(fn: (tx: SubmissionTransaction) => Promise<T>): Promise<T> {
-    return this.db.transaction().execute((trx) => fn(new SubmissionTransaction(trx, this.profiles, this.rateLimits)));
+  /**
+   * The whole submission transaction in one round trip: the idempotency claim,
+   * the profile lock, the plan's limits, the debit with a ledger row per image,
+   * the batch and job rows, their queue entries (announced at commit) and the
+   * saved answer (`retouch_submit`, migration 0006).
+   */
+  async submit(request: SubmitRequest): Promise<SubmitOutcome> {
+    const payload = {
+      user_id: request.userId,
+      idempotency_key: request.idempotency?.key ?? null,
+      request_hash: request.idempotency?.requestHash ?? null,
+      now_ms: request.now,
+      window_ms: request.windowMs,
+      plans: Object.fromEntries(
+        Object.entries(request.plans).map(([name, limits]) => [
+          name,
+          { per_minute: limits.perMinute, concurrent: limits.concurrent },
+        ]),
+      ),
+      batch: request.batch ?? null,
+      jobs: request.jobs.map((job) => ({
+        id: job.id,
+        batch_id: job.batchId,
+        batch_index: job.batchIndex,
+        status: job.status,
+        workflow: job.workflow,
+        prompt: job.prompt,
+        negative_prompt: job.negativePrompt,
+        detect: job.detect,
+        output_format: job.outputFormat,
+        quality: job.quality,
+        webhook_url: job.webhookUrl,
+        input_blob: job.inputBlob,
+        mask_blob: job.maskBlob,
+        input_width: job.inputWidth,
+        input_height: job.inputHeight,
+        rejection: job.rejection,
+      })),
+      queue: { job_name: request.queue.jobName, channel: request.queue.channel },
+      response: request.response,
+    };
+    try {
+      type Accepted = Extract<SubmitOutcome, { state: "accepted" }>["response"];
+      const result = await sql<{ outcome: { replay?: unknown; response?: Accepted } }>`
+        select retouch_submit(${JSON.stringify(payload)}::jsonb) as outcome
+      `.execute(this.db);
+      const outcome = result.rows[0]?.outcome ?? {};
+      if ("replay" in outcome) return { state: "replay", response: outcome.replay };
+      return { state: "accepted", response: outcome.response as Accepted };
+    } catch (error) {
+      const failure = error as { code?: string; message?: string; detail?: string };
+      if (failure.code !== REFUSAL_SQLSTATE) throw error;
+      const detail = JSON.parse(failure.detail ?? "{}") as Record<string, number | string>;
+      const refusal = { ...detail, code: failure.message } as Record<string, unknown>;
+      if ("retry_after_ms" in detail) {
+        refusal.retryAfterMs = Number(detail.retry_after_ms);
+        delete refusal.retry_after_ms;
+      }
+      return { state: "refused", refusal: refusal as SubmitRefusal };
+    }
+  }
+
+  async countPending(userId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom("jobs")
+      .select((eb) => eb.fn.countAll<string>().as("count"))
+      .where("user_id", "=", userId)
+      .where("status", "=", "pending")
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
   }
 
   async findIdempotencyKey(userId: string, key: string): Promise<{ requestHash: string; response: unknown } | undefined> {

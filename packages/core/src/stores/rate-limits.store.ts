@@ -27,8 +27,9 @@ export class RateLimitsStore {
 
   /**
    * Counts `amount` events at `now` against the limit, or refuses them all.
-   * Pass a transaction to roll the count back with it. One round trip when
-   * allowed; a refusal reads the log once more to say when to retry.
+   * Pass a transaction to roll the count back with it. One round trip: the
+   * algorithm is the SQL function `retouch_rate_hit` (migration 0006), which
+   * submissions call inside their own transaction too.
    */
   async hit(
     key: string,
@@ -37,19 +38,13 @@ export class RateLimitsStore {
   ): Promise<RateDecision> {
     const amount = options.amount ?? 1;
     const now = options.now ?? Date.now();
-    if (amount > options.limit) return { allowed: false, retryAfterSeconds: Math.ceil(options.windowMs / 1000) };
-    const since = now - options.windowMs;
-    const inserted = await sql<{ key: string }>`
-      insert into rate_limit_events as r (key, hits)
-      values (${key}, array_fill(${now}::bigint, array[${amount}::int]))
-      on conflict (key) do update
-        set hits = array(select h from unnest(r.hits) h where h > ${since}) || excluded.hits
-        where (select count(*) from unnest(r.hits) h where h > ${since}) + ${amount} <= ${options.limit}
-      returning key
+    const result = await sql<{ wait: string }>`
+      select retouch_rate_hit(${key}, ${options.limit}::int, ${options.windowMs}::bigint, ${amount}::int, ${now}::bigint) as wait
     `.execute(executor);
-    if (inserted.rows.length > 0) return { allowed: true, retryAfterSeconds: 0 };
-    const row = await executor.selectFrom("rate_limit_events").select("hits").where("key", "=", key).executeTakeFirst();
-    return { allowed: false, retryAfterSeconds: retryAfter(row?.hits ?? [], { ...options, amount, now }) };
+    const waitMs = Number(result.rows[0]?.wait ?? 0);
+    return waitMs === 0
+      ? { allowed: true, retryAfterSeconds: 0 }
+      : { allowed: false, retryAfterSeconds: retryAfterSeconds(waitMs) };
   }
 
   /**
@@ -100,15 +95,7 @@ class Refused extends Error {
   }
 }
 
-/** Seconds until enough logged events leave the window for `amount` more to fit. */
-function retryAfter(hits: string[], options: RateLimit & { amount: number; now: number }): number {
-  const live = hits
-    .map(Number)
-    .filter((at) => at > options.now - options.windowMs)
-    .sort((a, b) => a - b);
-  const mustExpire = live.length + options.amount - options.limit;
-  // Events left the window since the refusal: the very next try fits.
-  if (mustExpire <= 0) return 1;
-  const freedAt = (live[mustExpire - 1] ?? options.now) + options.windowMs;
-  return Math.max(1, Math.ceil((freedAt - options.now) / 1000));
+/** A wait in milliseconds as a `Retry-After` value: whole seconds, at least 1. */
+export function retryAfterSeconds(waitMs: number): number {
+  return Math.max(1, Math.ceil(waitMs / 1000));
 }

@@ -4,6 +4,7 @@ import * as jobs from "./0002-jobs.migration";
 import * as queue from "./0003-queue.migration";
 import * as webhooks from "./0004-webhooks.migration";
 import * as rateLimitEvents from "./0005-rate-limit-events.migration";
+import * as submitFunction from "./0006-submit-function.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   "0003-queue": queue,
   "0004-webhooks": webhooks,
   "0005-rate-limit-events": rateLimitEvents,
+  "0006-submit-function": submitFunction,
 };
