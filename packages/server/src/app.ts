@@ -61,6 +61,7 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
   let engine: EnginePool | undefined;
   let processor: ImageProcessor | undefined;
   let http: HttpServer | undefined;
+  let queueStarted = false;
   try {
     if (role === "worker" || role === "all") {
       engine = new EnginePool(config.workerConcurrency, imageEngineOptions(config), logger);
@@ -91,6 +92,7 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
       });
     }
     await queue.start();
+    queueStarted = true;
     if (role === "api" || role === "all") {
       http = await startHttpServer(services, { host: config.host, port: config.port });
       logger.info({ url: http.url, publicBaseUrl: config.publicBaseUrl, role, database: database.kind }, "Retouch is listening");
@@ -98,6 +100,8 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
       logger.info({ role, concurrency: config.workerConcurrency, database: database.kind }, "Retouch worker is running");
     }
   } catch (error) {
+    // A started queue holds a LISTEN connection: the pool would wait for it forever.
+    if (queueStarted) await queue.stop(0);
     await engine?.close();
     mailer.close();
     await queuePool.end();

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -165,6 +166,21 @@ describe("the service process", { timeout: 90_000 }, () => {
     expect(signIn.status).toBe(200);
     second.child.kill("SIGTERM");
     expect(await second.exited).toBe(0);
+  });
+
+  it("exits with the reason when its port is taken, stopping the database it started", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(port, "127.0.0.1", resolve));
+    try {
+      const server = start();
+      expect(await server.exited).toBe(1);
+      expect(server.output()).toMatch(/Retouch failed to start: Error: listen EADDRINUSE/);
+      expect(server.output()).toMatch(/embedded PostgreSQL stopped/);
+      const pid = await postmasterPid();
+      expect(pid === undefined || !alive(pid)).toBe(true);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
   });
 
   it("shares one embedded database between processes (api + worker roles)", async () => {
