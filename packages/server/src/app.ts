@@ -14,7 +14,7 @@ import {
 import pg from "pg";
 import { resolveAuthSecret } from "./auth-secret";
 import { type HttpServer, startHttpServer } from "./http/http-server";
-import { openConfiguredDatabase } from "./postgres/database";
+import { type OpenedDatabase, openConfiguredDatabase } from "./postgres/database";
 
 export type Role = "api" | "worker" | "all";
 
@@ -27,11 +27,20 @@ export interface RetouchApp {
   close(): Promise<void>;
 }
 
-/** Starts one Retouch process: database, services, and the parts its role runs. */
-export async function startRetouch(options: { config: Config; logger: Logger; role?: Role }): Promise<RetouchApp> {
+/**
+ * Starts one Retouch process: database, services, and the parts its role runs.
+ * `database`, when given, is the configured database already being opened
+ * (the entry starts it before loading this module); it is closed with the app.
+ */
+export async function startRetouch(options: {
+  config: Config;
+  logger: Logger;
+  role?: Role;
+  database?: Promise<OpenedDatabase>;
+}): Promise<RetouchApp> {
   const { config, logger } = options;
   const role = options.role ?? "all";
-  const database = await openConfiguredDatabase(config, logger);
+  const database = await (options.database ?? openConfiguredDatabase(config, logger));
   // The queue has its own small pool: LISTEN holds one connection for good. Its writes
   // skip the wait for the disk flush: the jobs table is the durable record, and the
   // maintenance sweep re-enqueues any job whose queue entry a crash lost.
@@ -99,7 +108,9 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
     } else {
       logger.info({ role, concurrency: config.workerConcurrency, database: database.kind }, "Retouch worker is running");
     }
+    await queue.scheduleMaintenance();
   } catch (error) {
+    await http?.close(0);
     // A started queue holds a LISTEN connection: the pool would wait for it forever.
     if (queueStarted) await queue.stop(0);
     await engine?.close();

@@ -8,7 +8,7 @@ import { createKey, signUp } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
 import { verificationLinkFor } from "../../../test/support/outbox";
-import { type RetouchProcess, runAdmin, spawnRetouch } from "../../../test/support/spawn-retouch";
+import { type RetouchProcess, runAdmin, spawnRetouch, spawnServerEntry } from "../../../test/support/spawn-retouch";
 import { createTestDatabase } from "../../../test/support/test-database";
 
 /**
@@ -168,6 +168,16 @@ describe("the service process", { timeout: 90_000 }, () => {
     expect(await second.exited).toBe(0);
   });
 
+  it("runs through `pnpm start`'s launcher, which finds the bundle up to date", async () => {
+    const server = spawnServerEntry("scripts/run-built.mjs", ["main"], env);
+    running.add(server);
+    await server.waitForLog(/Retouch is listening/);
+    expect(server.output()).not.toMatch(/Building the server/);
+    expect((await fetch(`${base()}/healthz`)).status).toBe(200);
+    server.child.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+  });
+
   it("exits with the reason when its port is taken, stopping the database it started", async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(port, "127.0.0.1", resolve));
@@ -234,7 +244,7 @@ describe("pnpm retouch admin", { timeout: 90_000 }, () => {
     expect(badPlan.code).toBe(2);
 
     server.child.kill("SIGTERM");
-    expect(await server.exited).toBe(0);
+    expect(await server.exited, server.output()).toBe(0);
   });
 
   it("acts on DATABASE_URL", async () => {
