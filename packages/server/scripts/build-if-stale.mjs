@@ -4,10 +4,11 @@
  * other sources than the ones on disk now. JavaScript, not TypeScript: it runs
  * before anything is built, at every `pnpm start`, and must cost milliseconds.
  *
- * "Other sources" is a fingerprint of the path, size and modification time of
- * every file the bundle is made of: the server's and core's sources, their
- * package.json files, the build and TypeScript configs, the lockfile, the
- * dependency patches and pnpm's record of the last install (node_modules).
+ * "Other sources" is a fingerprint of what the bundle is made of: the path,
+ * size and modification time of the server's and core's sources, their
+ * package.json files and the build and TypeScript configs; and the content of
+ * pnpm's record of the installed packages (node_modules/.pnpm/lock.yaml, with
+ * the patches' hashes), which every `pnpm install` rewrites, changed or not.
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -20,7 +21,7 @@ export const serverDir = path.resolve(path.dirname(fileURLToPath(import.meta.url
 export const distDir = path.join(serverDir, "dist");
 const rootDir = path.resolve(serverDir, "../..");
 const FINGERPRINT_FILE = ".sources-fingerprint";
-const INPUTS = [
+const SOURCES = [
   "packages/core/src",
   "packages/core/package.json",
   "packages/server/src",
@@ -28,10 +29,8 @@ const INPUTS = [
   "packages/server/tsup.config.ts",
   "tsconfig.json",
   "tsconfig.base.json",
-  "pnpm-lock.yaml",
-  "patches",
-  "node_modules/.modules.yaml",
 ];
+const INSTALLED = "node_modules/.pnpm/lock.yaml";
 
 /**
  * @param {string} file
@@ -55,8 +54,14 @@ function collect(file, lines) {
 export function sourcesFingerprint() {
   /** @type {string[]} */
   const lines = [];
-  for (const input of INPUTS) collect(path.join(rootDir, input), lines);
-  return createHash("sha256").update(lines.join("\n")).digest("hex");
+  for (const source of SOURCES) collect(path.join(rootDir, source), lines);
+  const hash = createHash("sha256").update(lines.join("\n"));
+  try {
+    hash.update(readFileSync(path.join(rootDir, INSTALLED)));
+  } catch {
+    // Not installed by pnpm: the sources alone decide.
+  }
+  return hash.digest("hex");
 }
 
 function builtFingerprint() {
