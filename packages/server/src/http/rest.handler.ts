@@ -38,10 +38,10 @@ export function createRestHandler(services: Services) {
 
 /**
  * The adapter generates the whole OpenAPI document when it is created, only to
- * check the router, unless NODE_ENV is "production": about a tenth of a
- * second of every start. `/openapi.json` is generated from the same router by
- * the same function (and the tests fetch it), so that check is made there;
- * here it is skipped without changing NODE_ENV for anything else.
+ * check the router, unless NODE_ENV is "production": some 60 ms of every start.
+ * `/openapi.json` is generated from the same router by the same function (and
+ * the tests fetch it), so that check is made there; here it is skipped without
+ * changing NODE_ENV for anything else.
  */
 function withoutRouterCheck<T>(create: () => T): T {
   const nodeEnv = process.env.NODE_ENV;
