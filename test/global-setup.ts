@@ -7,6 +7,7 @@ import { createLogger, migrateToLatest, openDatabase } from "@retouch/core";
 import { startEmbeddedPostgres } from "@retouch/server";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
+import { ensureServerBuild } from "../packages/server/scripts/build-if-stale.mjs";
 
 export const TEMPLATE_DATABASE = "retouch_template";
 
@@ -26,6 +27,8 @@ export default async function setup(project: TestProject) {
   await execFileAsync("pnpm", ["--filter", "@retouch/sdk", "--filter", "@retouch/cli", "--sort", "run", "build"], {
     cwd: path.resolve(import.meta.dirname, ".."),
   });
+  // The process tests run the server's bundle, as `pnpm start` does: built here when its sources changed.
+  ensureServerBuild({ quiet: true });
 
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-test-pg-"));
   const postgres = await startEmbeddedPostgres({ dataDir, logger: createLogger("warn") });

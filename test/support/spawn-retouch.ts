@@ -13,9 +13,13 @@ export interface RetouchProcess {
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
 }
 
-/** Runs a TypeScript entry of the server package the way `pnpm start` does (`node --import tsx`). */
+/**
+ * Runs a script of the server package with Node, in the package's folder:
+ * an entry of the bundle that `pnpm start` runs (dist/, built by the global
+ * setup), or the launcher itself.
+ */
 export function spawnServerEntry(entry: string, args: string[], env: Record<string, string>): RetouchProcess {
-  const child = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
+  const child = spawn(process.execPath, [entry, ...args], {
     cwd: serverDir,
     env: {
       PATH: process.env.PATH ?? "",
@@ -74,11 +78,11 @@ export function spawnServerEntry(entry: string, args: string[], env: Record<stri
 }
 
 export function spawnRetouch(env: Record<string, string>, args: string[] = []): RetouchProcess {
-  return spawnServerEntry("src/main.ts", args, env);
+  return spawnServerEntry("dist/main.js", args, env);
 }
 
 export async function runAdmin(args: string[], env: Record<string, string>): Promise<{ code: number | string; output: string }> {
-  const proc = spawnServerEntry("src/admin/admin.cli.ts", ["admin", ...args], env);
+  const proc = spawnServerEntry("dist/admin.js", ["admin", ...args], env);
   const code = await proc.exited;
   return { code, output: proc.output() };
 }

@@ -14,7 +14,7 @@ import {
 import pg from "pg";
 import { resolveAuthSecret } from "./auth-secret";
 import { type HttpServer, startHttpServer } from "./http/http-server";
-import { openConfiguredDatabase } from "./postgres/database";
+import { type OpenedDatabase, openConfiguredDatabase } from "./postgres/database";
 
 export type Role = "api" | "worker" | "all";
 
@@ -27,11 +27,20 @@ export interface RetouchApp {
   close(): Promise<void>;
 }
 
-/** Starts one Retouch process: database, services, and the parts its role runs. */
-export async function startRetouch(options: { config: Config; logger: Logger; role?: Role }): Promise<RetouchApp> {
+/**
+ * Starts one Retouch process: database, services, and the parts its role runs.
+ * `database`, when given, is the configured database already being opened
+ * (the entry starts it before loading this module); it is closed with the app.
+ */
+export async function startRetouch(options: {
+  config: Config;
+  logger: Logger;
+  role?: Role;
+  database?: Promise<OpenedDatabase>;
+}): Promise<RetouchApp> {
   const { config, logger } = options;
   const role = options.role ?? "all";
-  const database = await openConfiguredDatabase(config, logger);
+  const database = await (options.database ?? openConfiguredDatabase(config, logger));
   // The queue has its own small pool: LISTEN holds one connection for good. Its writes
   // skip the wait for the disk flush: the jobs table is the durable record, and the
   // maintenance sweep re-enqueues any job whose queue entry a crash lost.
@@ -62,6 +71,7 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
   let models: ModelProvisioner | undefined;
   let processor: ImageProcessor | undefined;
   let http: HttpServer | undefined;
+  let queueStarted = false;
   try {
     if (role === "worker" || role === "all") {
       // The threads start with what is on disk; a missing model is fetched once the service is up.
@@ -94,6 +104,7 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
       });
     }
     await queue.start();
+    queueStarted = true;
     if (role === "api" || role === "all") {
       http = await startHttpServer(services, { host: config.host, port: config.port });
       logger.info({ url: http.url, publicBaseUrl: config.publicBaseUrl, role, database: database.kind }, "Retouch is listening");
@@ -102,8 +113,12 @@ export async function startRetouch(options: { config: Config; logger: Logger; ro
     }
     const pool = engine;
     if (pool) models?.start((options) => pool.reconfigure(options));
+    await queue.scheduleMaintenance();
   } catch (error) {
     await models?.stop();
+    await http?.close(0);
+    // A started queue holds a LISTEN connection: the pool would wait for it forever.
+    if (queueStarted) await queue.stop(0);
     await engine?.close();
     mailer.close();
     await queuePool.end();

@@ -46,7 +46,8 @@ it.skipIf(!runnable)("runs with its embedded database as an ordinary (non-root) 
   }
   const port = await freePort();
   const dataDir = path.join(scratch, "data");
-  const child = spawn(node, ["--import", "tsx", "src/main.ts"], {
+  // The bundle that `pnpm start` runs, built by the global setup.
+  const child = spawn(node, ["dist/main.js"], {
     cwd: serverDir,
     uid,
     gid,
@@ -56,7 +57,6 @@ it.skipIf(!runnable)("runs with its embedded database as an ordinary (non-root) 
       PORT: String(port),
       HOST: "127.0.0.1",
       RETOUCH_DATA_DIR: dataDir,
-      TSX_TSCONFIG_PATH: "",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

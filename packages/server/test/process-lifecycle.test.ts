@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,7 +8,7 @@ import { createKey, signUp } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
 import { verificationLinkFor } from "../../../test/support/outbox";
-import { type RetouchProcess, runAdmin, spawnRetouch } from "../../../test/support/spawn-retouch";
+import { type RetouchProcess, runAdmin, spawnRetouch, spawnServerEntry } from "../../../test/support/spawn-retouch";
 import { createTestDatabase } from "../../../test/support/test-database";
 
 /**
@@ -167,6 +168,31 @@ describe("the service process", { timeout: 90_000 }, () => {
     expect(await second.exited).toBe(0);
   });
 
+  it("runs through `pnpm start`'s launcher, which finds the bundle up to date", async () => {
+    const server = spawnServerEntry("scripts/run-built.mjs", ["main"], env);
+    running.add(server);
+    await server.waitForLog(/Retouch is listening/);
+    expect(server.output()).not.toMatch(/Building the server/);
+    expect((await fetch(`${base()}/healthz`)).status).toBe(200);
+    server.child.kill("SIGTERM");
+    expect(await server.exited).toBe(0);
+  });
+
+  it("exits with the reason when its port is taken, stopping the database it started", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(port, "127.0.0.1", resolve));
+    try {
+      const server = start();
+      expect(await server.exited).toBe(1);
+      expect(server.output()).toMatch(/Retouch failed to start: Error: listen EADDRINUSE/);
+      expect(server.output()).toMatch(/embedded PostgreSQL stopped/);
+      const pid = await postmasterPid();
+      expect(pid === undefined || !alive(pid)).toBe(true);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+
   it("shares one embedded database between processes (api + worker roles)", async () => {
     const api = start({}, ["--role", "api"]);
     await api.waitForLog(/Retouch is listening/);
@@ -218,7 +244,7 @@ describe("pnpm retouch admin", { timeout: 90_000 }, () => {
     expect(badPlan.code).toBe(2);
 
     server.child.kill("SIGTERM");
-    expect(await server.exited).toBe(0);
+    expect(await server.exited, server.output()).toBe(0);
   });
 
   it("acts on DATABASE_URL", async () => {

@@ -85,6 +85,15 @@ export class JobQueue {
    */
   async start(): Promise<void> {
     await this.agenda.start();
+  }
+
+  /**
+   * For a worker: (re)schedules the repeating maintenance job. Separate from
+   * `start` so a process can call it once it serves requests: its first date
+   * computation loads the ICU locale data, some 50 ms, and it is due only a
+   * minute later anyway.
+   */
+  async scheduleMaintenance(): Promise<void> {
     if (this.working) await this.agenda.every("1 minute", MAINTENANCE);
   }
 

@@ -13,16 +13,18 @@ import { createHttpContext } from "./request-context";
  */
 export function createRestHandler(services: Services) {
   const failures = new WeakMap<IncomingMessage, RetouchError>();
-  const handler = createOpenApiNodeHttpHandler({
-    router: appRouter,
-    createContext: ({ req }) => createHttpContext(services, req),
-    responseMeta: responseMetaFor,
-    onError: ({ error, req, path }) => {
-      const domain = toRetouchError(error);
-      failures.set(req, domain);
-      if (!isClientError(domain)) services.logger.error({ err: error, path }, "request failed");
-    },
-  });
+  const handler = withoutRouterCheck(() =>
+    createOpenApiNodeHttpHandler({
+      router: appRouter,
+      createContext: ({ req }) => createHttpContext(services, req),
+      responseMeta: responseMetaFor,
+      onError: ({ error, req, path }) => {
+        const domain = toRetouchError(error);
+        failures.set(req, domain);
+        if (!isClientError(domain)) services.logger.error({ err: error, path }, "request failed");
+      },
+    }),
+  );
 
   /** `body`: what the host read, parsed and checked; the adapter uses it instead of reading the stream. */
   return async (req: IncomingMessage, res: ServerResponse, body: unknown, next: () => void): Promise<void> => {
@@ -34,4 +36,22 @@ export function createRestHandler(services: Services) {
     }) as ServerResponse["end"];
     await handler(req, res, next);
   };
+}
+
+/**
+ * The adapter generates the whole OpenAPI document when it is created, only to
+ * check the router, unless NODE_ENV is "production": some 60 ms of every start.
+ * `/openapi.json` is generated from the same router by the same function (and
+ * the tests fetch it), so that check is made there; here it is skipped without
+ * changing NODE_ENV for anything else.
+ */
+function withoutRouterCheck<T>(create: () => T): T {
+  const nodeEnv = process.env.NODE_ENV;
+  process.env.NODE_ENV = "production";
+  try {
+    return create();
+  } finally {
+    if (nodeEnv === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = nodeEnv;
+  }
 }

@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { bearerToken, type Context, isClientError, type RetouchError, type Services, toRetouchError } from "@retouch/core";
 import { createHttpContext } from "../http/request-context";
 import { sendJson } from "../http/responses";
@@ -14,6 +13,19 @@ const INSTRUCTIONS = `Retouch edits images from plain-language instructions.
 2. get_job_status every 2-5 seconds until status is "done" or "error".
 3. get_job_result: a signed https url to download the image (valid 1 hour) and its metadata.
 Errors come back as tool errors whose text is JSON {"code", "message"}; "email_unverified" means the account owner must verify their email first, "insufficient_credits" that the balance is empty, "rate_limited" and "too_many_in_flight" that you should wait before retrying.`;
+
+type McpSdk = typeof import("@modelcontextprotocol/sdk/server/mcp.js") &
+  typeof import("@modelcontextprotocol/sdk/server/streamableHttp.js");
+let sdk: Promise<McpSdk> | undefined;
+
+/** The MCP SDK (with its JSON Schema validator) is loaded by the first MCP request, not at every start. */
+function loadSdk(): Promise<McpSdk> {
+  sdk ??= Promise.all([
+    import("@modelcontextprotocol/sdk/server/mcp.js"),
+    import("@modelcontextprotocol/sdk/server/streamableHttp.js"),
+  ]).then(([server, transport]) => ({ ...server, ...transport }));
+  return sdk;
+}
 
 /**
  * No structuredContent: clients that listed the tools validate it against the
@@ -33,7 +45,7 @@ export function createMcpHandler(services: Services) {
   const tools = mcpToolsFromRouter();
   const realm = `Bearer realm="Retouch", resource="${services.config.publicBaseUrl}${MCP_PATH}"`;
 
-  function buildServer(context: Context): McpServer {
+  function buildServer({ McpServer }: McpSdk, context: Context): McpServer {
     const server = new McpServer(
       { name: "retouch", version: MCP_SERVER_VERSION },
       { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
@@ -99,8 +111,9 @@ export function createMcpHandler(services: Services) {
 
   /** Serves a request the host has authenticated and whose body it has read and checked. */
   async function serve(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
-    const server = buildServer(createHttpContext(services, req));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const mcpSdk = await loadSdk();
+    const server = buildServer(mcpSdk, createHttpContext(services, req));
+    const transport = new mcpSdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on("close", () => {
       void transport.close();
       void server.close();

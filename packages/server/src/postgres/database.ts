@@ -1,4 +1,4 @@
-import { type Config, type DatabaseHandle, type Logger, migrateToLatest, openDatabase } from "@retouch/core";
+import { type Config, type DatabaseHandle, type Logger, migrateToLatest, openDatabase } from "@retouch/core/bootstrap";
 import { startEmbeddedPostgres } from "./embedded-postgres";
 
 export interface OpenedDatabase extends DatabaseHandle {
@@ -14,14 +14,20 @@ export interface OpenedDatabase extends DatabaseHandle {
 export async function openConfiguredDatabase(
   config: Pick<Config, "databaseUrl" | "dataDir" | "embeddedPostgresPort">,
   logger: Logger,
-  options: { maxConnections?: number } = {},
+  options: {
+    maxConnections?: number;
+    /** See `startEmbeddedPostgres`; with `DATABASE_URL`, called at once. */
+    onBooting?: () => void;
+  } = {},
 ): Promise<OpenedDatabase> {
+  if (config.databaseUrl) options.onBooting?.();
   const embedded = config.databaseUrl
     ? undefined
     : await startEmbeddedPostgres({
         dataDir: config.dataDir,
         ...(config.embeddedPostgresPort ? { port: config.embeddedPostgresPort } : {}),
         logger,
+        ...(options.onBooting ? { onBooting: options.onBooting } : {}),
       });
   const url = config.databaseUrl ?? (embedded?.url as string);
   const handle = openDatabase(url, options);

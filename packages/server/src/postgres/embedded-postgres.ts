@@ -5,7 +5,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { type Logger, randomHex } from "@retouch/core";
+import { type Logger, randomHex } from "@retouch/core/bootstrap";
 import pg from "pg";
 
 /**
@@ -205,8 +205,20 @@ export async function startEmbeddedPostgres(options: {
   dataDir: string;
   port?: number;
   logger: Logger;
+  /**
+   * Called once the work left is PostgreSQL's own (initdb or the server
+   * booting, in their processes), or at once when the cluster is already
+   * running: from then on, until it accepts connections, this process's CPU is free.
+   */
+  onBooting?: () => void;
 }): Promise<EmbeddedPostgres> {
   const { dataDir, logger } = options;
+  let bootingCalled = false;
+  const booting = () => {
+    if (bootingCalled) return;
+    bootingCalled = true;
+    options.onBooting?.();
+  };
   const clusterDir = path.join(dataDir, "postgres");
   const stateFile = path.join(dataDir, "postgres.json");
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
@@ -231,10 +243,12 @@ export async function startEmbeddedPostgres(options: {
         const url = connectionUrl(state.password, port, DATABASE_NAME);
         if (state.ownerPid && state.ownerPid !== process.pid && (await isSameProcess(state.ownerPid, state.ownerStarted))) {
           logger.info({ port, ownerPid: state.ownerPid }, "using the embedded PostgreSQL started by another Retouch process");
+          booting();
           return { url, port, owned: false, stop: async () => {} };
         }
         // Its owner died without stopping it (SIGKILL): adopt it.
         logger.warn({ pid, port }, "recovering the embedded PostgreSQL left running by a previous run");
+        booting();
         await writeState(stateFile, { ...state, port, ...(await ownership()) });
         await ensureDatabase(state.password, port);
         return { url, port, owned: true, stop: () => stopPostmaster(pid, logger) };
@@ -251,6 +265,7 @@ export async function startEmbeddedPostgres(options: {
     if (!(await exists(path.join(clusterDir, "PG_VERSION")))) {
       await rm(clusterDir, { recursive: true, force: true });
       state = { password: randomHex(24) };
+      booting();
       await initCluster(bins, clusterDir, state.password, ids, logger);
       await writeState(stateFile, state);
     }
@@ -265,7 +280,7 @@ export async function startEmbeddedPostgres(options: {
     for (let attempt = 1; ; attempt++) {
       const port = options.port ?? (await freePort());
       try {
-        const child = await spawnPostmaster(bins, clusterDir, port, password, ids, logger);
+        const child = await spawnPostmaster(bins, clusterDir, port, password, ids, logger, booting);
         await writeState(stateFile, { password, port, ...(await ownership()) });
         await ensureDatabase(password, port);
         logger.info({ port, dataDir: clusterDir }, "embedded PostgreSQL started");
@@ -359,6 +374,7 @@ async function spawnPostmaster(
   password: string,
   ids: { uid: number; gid: number } | undefined,
   logger: Logger,
+  onSpawned: () => void,
 ): Promise<number> {
   // Server output goes to a file next to the cluster: it outlives this process and never hits a closed pipe.
   const logFile = path.join(path.dirname(clusterDir), "postgres.log");
@@ -387,6 +403,7 @@ async function spawnPostmaster(
   child.on("exit", () => {
     exited = true;
   });
+  onSpawned();
   try {
     await waitUntilAccepting(connectionUrl(password, port, "postgres"), () => !exited, 30_000);
   } catch (error) {

@@ -1,0 +1,30 @@
+// @ts-check
+/**
+ * `pnpm start` and `pnpm retouch`: builds the server when its sources changed
+ * since the last build (see build-if-stale.mjs), then runs the built entry
+ * in this same process.
+ *
+ *   node packages/server/scripts/run-built.mjs main [--role api|worker|all]
+ *   node packages/server/scripts/run-built.mjs admin admin <command> ...
+ */
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { distDir, ensureServerBuild } from "./build-if-stale.mjs";
+
+/** @type {Record<string, string>} */
+const ENTRIES = { main: "main.js", admin: "admin.js" };
+
+const entry = ENTRIES[process.argv[2] ?? ""];
+if (!entry) {
+  process.stderr.write(`usage: run-built.mjs <${Object.keys(ENTRIES).join("|")}> [arguments]\n`);
+  process.exit(2);
+}
+try {
+  ensureServerBuild();
+} catch {
+  process.stderr.write("The server could not be built; the errors are above.\n");
+  process.exit(1);
+}
+// The entry reads its own arguments from process.argv, after the script's path.
+process.argv.splice(2, 1);
+await import(pathToFileURL(path.join(distDir, entry)).href);
