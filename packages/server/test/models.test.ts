@@ -164,7 +164,7 @@ describe("pnpm retouch models", () => {
   });
 
   async function models(...args: string[]): Promise<{ code: number | string; output: string }> {
-    const proc = spawnServerEntry("src/admin/admin.cli.ts", ["models", ...args], env);
+    const proc = spawnServerEntry("dist/admin.js", ["models", ...args], env);
     const code = await proc.exited;
     return { code, output: proc.output() };
   }
