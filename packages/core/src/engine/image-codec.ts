@@ -15,6 +15,11 @@ export const DEFAULT_QUALITY = 90;
 
 const INPUT_FORMATS = new Set<string>(["jpeg", "png", "webp"]);
 
+interface Dimensions {
+  width: number;
+  height: number;
+}
+
 export interface ImageInfo {
   format: OutputFormat;
   /** After EXIF orientation. */
@@ -63,11 +68,13 @@ function truncated(format: string): EngineError {
  * a frame header, a scan and an EOI. Bytes after the EOI (camera trailers,
  * MPF pictures) are allowed.
  */
-function checkJpegStructure(bytes: Buffer): void {
+function checkJpegStructure(bytes: Buffer): Dimensions | undefined {
   const end = bytes.length;
   let pos = 2;
   let frame = false;
   let scan = false;
+  let size: Dimensions | undefined;
+  let orientation = 1;
   for (;;) {
     if (pos >= end) throw truncated("JPEG");
     if (bytes[pos] !== 0xff) throw damaged(`no JPEG marker at byte ${pos}`);
@@ -76,7 +83,8 @@ function checkJpegStructure(bytes: Buffer): void {
     const marker = bytes[pos++] as number;
     if (marker === 0xd9) {
       if (!scan) throw damaged("the JPEG ends before any image data");
-      return;
+      // EXIF orientations 5 to 8 turn the picture a quarter: what the client sees is the other way round.
+      return size && orientation >= 5 && orientation <= 8 ? { width: size.height, height: size.width } : size;
     }
     if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) continue; // stand-alone markers
     if (marker === 0x00 || marker === 0xd8) throw damaged(`unexpected JPEG marker 0xFF${marker.toString(16)} at byte ${pos - 2}`);
@@ -85,7 +93,14 @@ function checkJpegStructure(bytes: Buffer): void {
     if (length < 2) throw damaged(`a JPEG segment with length ${length} at byte ${pos}`);
     if (pos + length > end) throw truncated("JPEG");
     // SOF0-SOF15, except DHT (C4), JPG (C8) and DAC (CC).
-    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) frame = true;
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc && length >= 7) {
+      frame = true;
+      const height = bytes.readUInt16BE(pos + 3);
+      const width = bytes.readUInt16BE(pos + 5);
+      // A height of 0 is announced later (DNL): the header reader is asked instead.
+      if (!size && width > 0 && height > 0) size = { width, height };
+    }
+    if (marker === 0xe1 && !frame) orientation = exifOrientation(bytes.subarray(pos + 2, pos + length)) ?? orientation;
     pos += length;
     if (marker !== 0xda) continue;
     if (!frame) throw damaged("a JPEG scan comes before its frame header");
@@ -107,11 +122,12 @@ function checkJpegStructure(bytes: Buffer): void {
 }
 
 /** PNG: walks the chunks, checks every chunk's CRC, and wants IHDR first, IDAT, and IEND. */
-function checkPngStructure(bytes: Buffer): void {
+function checkPngStructure(bytes: Buffer): Dimensions | undefined {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const end = bytes.length;
   let pos = 8;
   let data = false;
+  let size: Dimensions | undefined;
   for (let index = 0; ; index++) {
     if (pos + 8 > end) throw truncated("PNG");
     const length = view.getUint32(pos);
@@ -122,44 +138,89 @@ function checkPngStructure(bytes: Buffer): void {
       throw damaged(`the PNG chunk ${type} at byte ${pos} fails its checksum`);
     }
     if (index === 0 && type !== "IHDR") throw damaged("the PNG does not start with IHDR");
+    if (index === 0 && length >= 8) size = { width: view.getUint32(pos + 8), height: view.getUint32(pos + 12) };
+    // An eXIf chunk may turn the picture: the header reader, which applies it, is asked instead.
+    if (type === "eXIf") size = undefined;
     if (type === "IDAT") data = true;
     if (type === "IEND") {
       if (!data) throw damaged("the PNG has no image data (IDAT)");
-      return;
+      return size;
     }
     pos += 12 + length;
   }
 }
 
 /** WebP: the RIFF length must fit the file, its chunks must fill it exactly, and one must hold the picture. */
-function checkWebpStructure(bytes: Buffer): void {
+function checkWebpStructure(bytes: Buffer): Dimensions | undefined {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const riffEnd = 8 + view.getUint32(4, true);
   if (riffEnd > bytes.length) throw truncated("WebP");
   let pos = 12;
   let picture = false;
+  let size: Dimensions | undefined;
+  let exif = false;
   while (pos < riffEnd) {
     if (pos + 8 > riffEnd) throw damaged(`a WebP chunk header overruns the file at byte ${pos}`);
     const type = ascii(bytes, pos, 4);
-    const size = view.getUint32(pos + 4, true);
+    const chunkSize = view.getUint32(pos + 4, true);
     // Chunks are padded to an even size; a missing pad byte after the last one is tolerated.
-    if (pos + 8 + size > riffEnd) throw damaged(`the WebP chunk ${type.trim()} at byte ${pos} overruns the file`);
+    if (pos + 8 + chunkSize > riffEnd) throw damaged(`the WebP chunk ${type.trim()} at byte ${pos} overruns the file`);
     if (type === "VP8 " || type === "VP8L" || type === "ANMF") picture = true;
-    pos += 8 + size + (size % 2);
+    size ??= webpChunkSize(bytes, type, pos + 8, chunkSize);
+    if (type === "EXIF") exif = true;
+    pos += 8 + chunkSize + (chunkSize % 2);
   }
   if (!picture) throw damaged("the WebP holds no picture");
+  // EXIF may turn the picture: the header reader, which applies it, is asked instead.
+  return exif ? undefined : size;
+}
+
+/** The canvas size a WebP chunk announces (VP8X, VP8 key frame, VP8L), if it is one of those. */
+function webpChunkSize(bytes: Buffer, type: string, data: number, length: number): Dimensions | undefined {
+  if (type === "VP8X" && length >= 10) {
+    return { width: bytes.readUIntLE(data + 4, 3) + 1, height: bytes.readUIntLE(data + 7, 3) + 1 };
+  }
+  if (type === "VP8 " && length >= 10 && bytes[data + 3] === 0x9d && bytes[data + 4] === 0x01 && bytes[data + 5] === 0x2a) {
+    return { width: bytes.readUInt16LE(data + 6) & 0x3fff, height: bytes.readUInt16LE(data + 8) & 0x3fff };
+  }
+  if (type === "VP8L" && length >= 5 && bytes[data] === 0x2f) {
+    const bits = bytes.readUInt32LE(data + 1);
+    return { width: (bits & 0x3fff) + 1, height: ((bits >> 14) & 0x3fff) + 1 };
+  }
+  return undefined;
+}
+
+/** The orientation tag (0x0112) of an APP1 Exif segment's first IFD, if there is one. */
+function exifOrientation(segment: Buffer): number | undefined {
+  if (segment.length < 14 || ascii(segment, 0, 6) !== "Exif\0\0") return undefined;
+  const tiff = segment.subarray(6);
+  const little = ascii(tiff, 0, 2) === "II";
+  if (!little && ascii(tiff, 0, 2) !== "MM") return undefined;
+  const u16 = (at: number) => (little ? tiff.readUInt16LE(at) : tiff.readUInt16BE(at));
+  const u32 = (at: number) => (little ? tiff.readUInt32LE(at) : tiff.readUInt32BE(at));
+  const ifd = u32(4);
+  if (ifd + 2 > tiff.length) return undefined;
+  const entries = u16(ifd);
+  for (let index = 0; index < entries; index++) {
+    const entry = ifd + 2 + index * 12;
+    if (entry + 12 > tiff.length) return undefined;
+    if (u16(entry) === 0x0112) return u16(entry + 8);
+  }
+  return undefined;
 }
 
 /**
  * A structural check without decoding pixels: truncation and broken container
  * structure are caught (for PNG, any changed byte, by the chunk CRCs); damage
  * inside JPEG or WebP compressed data is not, and fails the job later (refunded).
+ * Returns the displayed size when the walk met it (EXIF orientation applied),
+ * so that most submissions need no header read by libvips at all.
  */
-export function checkImageStructure(bytes: Buffer, format: OutputFormat): void {
+export function checkImageStructure(bytes: Buffer, format: OutputFormat): Dimensions | undefined {
   if (sniffImageFormat(bytes) !== format) throw damaged(`the file does not start like a ${format.toUpperCase()}`);
-  if (format === "jpeg") checkJpegStructure(bytes);
-  else if (format === "png") checkPngStructure(bytes);
-  else checkWebpStructure(bytes);
+  if (format === "jpeg") return checkJpegStructure(bytes);
+  if (format === "png") return checkPngStructure(bytes);
+  return checkWebpStructure(bytes);
 }
 
 /**
@@ -172,7 +233,11 @@ export function checkImageStructure(bytes: Buffer, format: OutputFormat): void {
 export async function inspectImage(bytes: Buffer, maxPixels: number = DEFAULT_MAX_PIXELS): Promise<ImageInfo> {
   // First, so that a damaged file is named as such rather than as unreadable.
   const sniffed = sniffImageFormat(bytes);
-  if (sniffed) checkImageStructure(bytes, sniffed);
+  const walked = sniffed ? checkImageStructure(bytes, sniffed) : undefined;
+  if (sniffed && walked) {
+    assertWithinPixelLimit(walked.width, walked.height, maxPixels);
+    return { format: sniffed, ...walked };
+  }
   let metadata: Metadata;
   try {
     metadata = await sharp(bytes, { limitInputPixels: false }).metadata();

@@ -97,6 +97,38 @@ describe("inspectImage", () => {
   });
 });
 
+describe("inspectImage reads the displayed size from the structure walk, as libvips would", () => {
+  it("agrees with sharp's header read (orientation applied) on JPEG, PNG and WebP variants", async () => {
+    const photo = await readFile(new URL("./fixtures/coffee.jpg", import.meta.url));
+    const base = sharp(photo).resize(321, 203);
+    const variants: Array<[string, Buffer]> = [
+      ["baseline JPEG", await base.clone().jpeg().toBuffer()],
+      ["progressive JPEG", await base.clone().jpeg({ progressive: true }).toBuffer()],
+      ...(await Promise.all(
+        [3, 5, 6, 8].map(
+          async (orientation) =>
+            [`JPEG with EXIF orientation ${orientation}`, await base.clone().jpeg().withMetadata({ orientation }).toBuffer()] as [
+              string,
+              Buffer,
+            ],
+        ),
+      )),
+      ["PNG", await base.clone().png().toBuffer()],
+      ["PNG with alpha, palette", await base.clone().ensureAlpha(0.5).png({ palette: true }).toBuffer()],
+      ["lossy WebP", await base.clone().webp().toBuffer()],
+      ["lossless WebP", await base.clone().webp({ lossless: true }).toBuffer()],
+      ["WebP with alpha (VP8X)", await base.clone().ensureAlpha(0.5).webp().toBuffer()],
+    ];
+    for (const [label, bytes] of variants) {
+      const metadata = await sharp(bytes).metadata();
+      const expected = { width: metadata.autoOrient.width, height: metadata.autoOrient.height };
+      // From the walk itself, not a fallback to libvips:
+      expect(checkImageStructure(bytes, metadata.format as "jpeg" | "png" | "webp"), label).toEqual(expected);
+      expect(await inspectImage(bytes), label).toEqual({ format: metadata.format, ...expected });
+    }
+  });
+});
+
 describe("checkImageStructure", () => {
   const photo = () => readFile(new URL("./fixtures/coffee.jpg", import.meta.url));
   const encodings = async () => {
