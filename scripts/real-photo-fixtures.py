@@ -31,6 +31,7 @@ SOURCES = {
     "grace-hopper": ("python-matplotlib-data", "usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg"),
     "cameraman": ("python3-skimage", SKIMAGE + "camera.png"),
     "cat": ("python3-skimage", SKIMAGE + "chelsea.png"),
+    "motorcycle": ("python3-skimage", SKIMAGE + "motorcycle_left.png"),
     "dog": ("opencv-doc", OPENCV + "data/chicky_512.png"),
     "squirrel": ("opencv-doc", OPENCV + "data/squirrel_cls.jpg"),
     "butterfly": ("opencv-doc", OPENCV + "data/butterfly.jpg"),
@@ -38,7 +39,9 @@ SOURCES = {
     "potted-plant": ("opencv-doc", OPENCV + "alphamat/input_images/plant.jpg"),
     "raccoon": ("python3-scipy", "usr/lib/python3/dist-packages/scipy/misc/face.dat"),
     "dahlia": ("python3-sklearn", SKLEARN + "flower.jpg"),
+    "pagoda": ("python3-sklearn", SKLEARN + "china.jpg"),
     "fallen-leaf": ("plasma-workspace-wallpapers", PLASMA + "FallenLeaf/contents/images/2560x1600.jpg"),
+    "boats": ("plasma-workspace-wallpapers", PLASMA + "EveningGlow/contents/images/2560x1600.jpg"),
     "forest-path": ("plasma-workspace-wallpapers", PLASMA + "Path/contents/images/2560x1600.jpg"),
     "misty-lake": ("plasma-workspace-wallpapers", PLASMA + "DarkestHour/contents/images/2560x1600.jpg"),
 }

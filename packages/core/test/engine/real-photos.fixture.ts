@@ -10,7 +10,7 @@ import sharp from "sharp";
 import type { ImageEngine } from "../../src/engine/engine.ports";
 import { EngineError } from "../../src/engine/engine-error";
 
-export type PhotoKind = "person" | "animal" | "object" | "landscape";
+export type PhotoKind = "person" | "animal" | "object" | "vehicle" | "building" | "landscape";
 
 export interface RealPhoto {
   name: string;
@@ -33,6 +33,9 @@ export const REAL_PHOTOS: readonly RealPhoto[] = [
   { name: "dahlia", kind: "object", subject: "two dahlias on a blurred background" },
   { name: "potted-plant", kind: "object", subject: "a potted plant with a clothes peg" },
   { name: "fallen-leaf", kind: "object", subject: "a sharp maple leaf among blurred leaves" },
+  { name: "motorcycle", kind: "vehicle", subject: "a motorcycle in a cluttered garage, mirrors and kickstand included" },
+  { name: "boats", kind: "vehicle", subject: "rowing boats on a shore (not the plank between them)" },
+  { name: "pagoda", kind: "building", subject: "a pagoda, down to where the trees in front hide it" },
   { name: "forest-path", kind: "landscape", subject: undefined },
   { name: "misty-lake", kind: "landscape", subject: undefined },
 ];

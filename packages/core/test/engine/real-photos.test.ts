@@ -24,7 +24,7 @@ describe("background removal with IS-Net weights on real photographs", () => {
     await engine.warmUp?.();
   }, 600_000);
 
-  // Five of the thirteen, one inference of the 1024x1024 model each: a portrait, the
+  // Five of the sixteen, one inference of the 1024x1024 model each: a portrait, the
   // frame-filling cat and dog the classical segmenter erases, thin antennae, a product.
   // The raccoon and the potted plant fail with these weights too (the model keeps the
   // raccoon's face and the plant's clothes peg only): see `pnpm quality`.
@@ -64,6 +64,9 @@ describe("the classical segmenter on real photographs (a baseline, not a goal)",
     dahlia: 0.941,
     "potted-plant": 0.388,
     "fallen-leaf": 0.162,
+    motorcycle: 0.38,
+    boats: 0.335,
+    pagoda: 0.33,
   };
 
   it("answers every photo, and erases most of the frame-filling cat and dog", async () => {
@@ -73,10 +76,21 @@ describe("the classical segmenter on real photographs (a baseline, not a goal)",
 
     expect(Object.keys(measured).sort()).toEqual(Object.keys(RECORDED).sort());
     for (const [name, iou] of Object.entries(RECORDED)) expect(measured[name], name).toBeCloseTo(iou, 1);
-    // Badly wrong today (IoU under 0.5): six of thirteen, among them the cat and the dog.
+    // Badly wrong today: nine of sixteen under 0.45 (and the coffee cup at 0.49), among
+    // them the cat and the dog, of which it keeps about a tenth.
     const failed = Object.entries(measured)
       .filter(([, iou]) => iou < 0.45)
       .map(([name]) => name);
-    expect(failed.sort()).toEqual(["cat", "dog", "fallen-leaf", "potted-plant", "raccoon", "squirrel"]);
+    expect(failed.sort()).toEqual([
+      "boats",
+      "cat",
+      "dog",
+      "fallen-leaf",
+      "motorcycle",
+      "pagoda",
+      "potted-plant",
+      "raccoon",
+      "squirrel",
+    ]);
   }, 120_000);
 });
