@@ -1,0 +1,92 @@
+/**
+ * `pnpm quality` (at the root, or in packages/core): background removal on the real
+ * photographs in test/engine/fixtures, through the engine as a job runs it, (a) with
+ * the classical segmenter (the engine's default today) and (b) with the IS-Net
+ * weights through the ONNX path (scripts/fetch-test-models.ts fetches them once).
+ * Prints, per photo, the IoU of each cut-out's alpha (≥ 0.5) against the reference
+ * matte, a verdict (clean ≥ 0.95, usable ≥ 0.85, poor ≥ 0.5, failed) and the time of
+ * the edit; then the medians and the count per verdict. Landscapes have no matte: the
+ * share of the picture each cut-out kept is printed instead.
+ *
+ *     pnpm quality [--threads N] [PHOTO ...]
+ *
+ * --threads: onnxruntime threads per inference (the engine's default is 1).
+ */
+import os from "node:os";
+import { parseArgs } from "node:util";
+import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
+import { createImageEngine } from "../src/engine/engine";
+import {
+  cutOut,
+  loadMatte,
+  loadPhoto,
+  median,
+  REAL_PHOTOS,
+  type Score,
+  score,
+  type Verdict,
+} from "../test/engine/real-photos.fixture";
+
+const { values, positionals } = parseArgs({ options: { threads: { type: "string", default: "1" } }, allowPositionals: true });
+const threads = Number(values.threads);
+const photos = positionals.length ? REAL_PHOTOS.filter((photo) => positionals.includes(photo.name)) : REAL_PHOTOS;
+
+const modelPath = await fetchIsnetModel();
+const engines = {
+  classical: createImageEngine(),
+  isnet: createImageEngine({ backgroundModel: { path: modelPath, kind: "isnet", threads } }),
+};
+await engines.isnet.warmUp?.();
+
+interface Row {
+  name: string;
+  kind: string;
+  results: Record<keyof typeof engines, Score & { milliseconds: number; refusal: string | undefined }>;
+  hasMatte: boolean;
+}
+
+const rows: Row[] = [];
+for (const photo of photos) {
+  const bytes = await loadPhoto(photo.name);
+  const matte = photo.subject ? (await loadMatte(photo.name)).data : undefined;
+  const results = {} as Row["results"];
+  for (const [name, engine] of Object.entries(engines) as [keyof typeof engines, (typeof engines)[keyof typeof engines]][]) {
+    const cut = await cutOut(engine, bytes);
+    results[name] = { ...score(cut, matte), milliseconds: cut.milliseconds, refusal: cut.refusal };
+  }
+  rows.push({ name: photo.name, kind: photo.kind, results, hasMatte: matte !== undefined });
+  const { classical, isnet } = results;
+  console.error(`${photo.name}: classical ${classical.iou.toFixed(3)}, IS-Net ${isnet.iou.toFixed(3)}`);
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+function cell(result: Row["results"][keyof typeof engines], hasMatte: boolean): string {
+  if (result.refusal) return `refused (${result.refusal})`;
+  if (!hasMatte) return `kept ${(100 * result.kept).toFixed(0)}%`;
+  return `${result.iou.toFixed(3)} ${result.verdict}`;
+}
+
+const [cpu] = os.cpus();
+console.log(
+  `Machine: ${cpu?.model ?? "unknown CPU"}, ${os.cpus().length} cores, load average ${os
+    .loadavg()
+    .map((load) => load.toFixed(1))
+    .join(" / ")}; Node ${process.version}; IS-Net ${threads} thread(s)\n`,
+);
+console.log("| Photo | Kind | Classical IoU | IS-Net IoU | Classical time | IS-Net time |");
+console.log("|---|---|---|---|---|---|");
+for (const row of rows) {
+  const { classical, isnet } = row.results;
+  console.log(
+    `| ${row.name} | ${row.kind} | ${cell(classical, row.hasMatte)} | ${cell(isnet, row.hasMatte)} | ${seconds(classical.milliseconds)} | ${seconds(isnet.milliseconds)} |`,
+  );
+}
+const scored = rows.filter((row) => row.hasMatte);
+const summary = (name: keyof typeof engines) => {
+  const counts: Record<Verdict, number> = { clean: 0, usable: 0, poor: 0, failed: 0 };
+  for (const row of scored) counts[row.results[name].verdict]++;
+  return `median ${median(scored.map((row) => row.results[name].iou)).toFixed(3)} (${counts.clean} clean, ${counts.usable} usable, ${counts.poor} poor, ${counts.failed} failed)`;
+};
+console.log(
+  `| **median of ${scored.length}** | | ${summary("classical")} | ${summary("isnet")} | ${seconds(median(rows.map((row) => row.results.classical.milliseconds)))} | ${seconds(median(rows.map((row) => row.results.isnet.milliseconds)))} |`,
+);
