@@ -155,7 +155,8 @@ export class SubmissionsService {
     const session = this.images.newSession();
     let checked: Array<AcceptedItem | RejectedItem>;
     try {
-      checked = await mapLimited(items, IMAGE_FETCH_CONCURRENCY, (item, index) => this.check(item, index, session));
+      // A single image was validated with the request (the procedure's input schema); batch items arrive unchecked.
+      checked = await mapLimited(items, IMAGE_FETCH_CONCURRENCY, (item, index) => this.check(item, index, session, !isBatch));
     } catch (error) {
       session.controller.abort();
       throw error;
@@ -209,9 +210,14 @@ export class SubmissionsService {
   }
 
   /** Validates one item down to its pixels' header; a problem becomes a rejection the client can act on. */
-  private async check(raw: unknown, index: number, session: FetchSession): Promise<AcceptedItem | RejectedItem> {
+  private async check(
+    raw: unknown,
+    index: number,
+    session: FetchSession,
+    validated: boolean,
+  ): Promise<AcceptedItem | RejectedItem> {
     const jobId = newId("job");
-    const parsed = processItemSchema.safeParse(raw);
+    const parsed = validated ? ({ success: true, data: raw as ProcessItemInput } as const) : processItemSchema.safeParse(raw);
     const loose = (raw && typeof raw === "object" ? raw : {}) as Partial<ProcessItemInput>;
     if (!parsed.success) {
       const reason = parsed.error.issues.map((issue) => `${issue.path.join(".") || "item"}: ${issue.message}`).join("; ");
