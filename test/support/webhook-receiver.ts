@@ -10,16 +10,20 @@ export interface ReceivedCall {
 
 /**
  * A real HTTP receiver on loopback. Each path answers from its script of
- * statuses (the last one repeats); a status of 0 never answers.
+ * statuses (the last one repeats); a status of 0 never answers, and
+ * `{ status, afterMs }` answers late.
  */
+/** An HTTP status, or one sent after a delay. */
+export type ScriptedAnswer = number | { status: number; afterMs: number };
+
 export class WebhookReceiver {
   readonly calls: ReceivedCall[] = [];
-  private readonly scripts = new Map<string, number[]>();
+  private readonly scripts = new Map<string, ScriptedAnswer[]>();
   private readonly waiters = new Set<() => void>();
   private server: Server | undefined;
   url = "";
 
-  script(path: string, statuses: number[]): void {
+  script(path: string, statuses: ScriptedAnswer[]): void {
     this.scripts.set(path, [...statuses]);
   }
 
@@ -32,11 +36,14 @@ export class WebhookReceiver {
         this.calls.push({ path, headers: req.headers, rawBody: Buffer.concat(chunks).toString("utf8"), at: Date.now() });
         for (const waiter of this.waiters) waiter();
         const script = this.scripts.get(path) ?? [200];
-        const status = script.length > 1 ? (script.shift() as number) : (script[0] as number);
+        const next = script.length > 1 ? (script.shift() as ScriptedAnswer) : (script[0] as ScriptedAnswer);
+        const { status, afterMs } = typeof next === "number" ? { status: next, afterMs: 0 } : next;
         if (status === 0) return; // hang: the sender's timeout must fire
-        if (status >= 300 && status < 400) res.writeHead(status, { Location: "/redirected" });
-        else res.writeHead(status, { "Content-Type": "text/plain" });
-        res.end(status < 300 ? "ok" : "no");
+        setTimeout(() => {
+          if (status >= 300 && status < 400) res.writeHead(status, { Location: "/redirected" });
+          else res.writeHead(status, { "Content-Type": "text/plain" });
+          res.end(status < 300 ? "ok" : "no");
+        }, afterMs);
       });
     });
     await new Promise<void>((resolve) => this.server?.listen(0, "127.0.0.1", resolve));

@@ -139,6 +139,17 @@ describe("retries", () => {
     expect(listed).toMatchObject({ status: "delivered", attempts: 2 });
   });
 
+  it("a restart while an attempt is in flight waits for it, so its retry is not lost", async () => {
+    // The receiver answers the first attempt 500, late: the service is stopping meanwhile.
+    receiver.script("/inflight", [{ status: 500, afterMs: 1500 }, 200]);
+    const jobId = await submitWithHook("/inflight");
+    await receiver.waitFor("/inflight", 1);
+    await app.restart();
+    // Without waiting for the attempt, its retry would be scheduled by nobody until the sweep.
+    const calls = await receiver.waitFor("/inflight", 2, 15_000);
+    expect(JSON.parse(calls[1]?.rawBody as string).job_id).toBe(jobId);
+  });
+
   it("survives a restart of the service between attempts", async () => {
     receiver.script("/restart", [500, 200]);
     const jobId = await submitWithHook("/restart");

@@ -69,7 +69,9 @@ export class JobQueue {
     );
     this.agenda.define<{ deliveryId: string }>(
       DELIVER_WEBHOOK,
-      async (job) => handlers.deliverWebhook(job.attrs.data.deliveryId),
+      // Tracked like edits: a shutdown that cut an attempt between the receiver's answer and
+      // the next attempt's scheduling would leave the retry to the maintenance sweep, minutes later.
+      (job) => track(handlers.deliverWebhook(job.attrs.data.deliveryId)),
       {
         concurrency: 10,
         lockLifetime: 60_000,
