@@ -1,14 +1,13 @@
 import { readFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount, waitForJob } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { base64, rectangleMask } from "../../../test/support/images";
 import { jobCount } from "../../../test/support/jobs";
+import { connectMcp } from "../../../test/support/mcp-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
@@ -278,12 +277,7 @@ describe("with the development flag (http: and loopback allowed)", () => {
 
   it("MCP edit_image takes image_url (official client, tools listed first)", async () => {
     const account = await keyedAccount(dev);
-    const client = new Client({ name: "image-url-test", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${dev.url}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${account.key}` } },
-      }),
-    );
+    const client = await connectMcp(dev.url, account.key, "image-url-test");
     try {
       const { tools } = await client.listTools();
       const edit = tools.find((tool) => tool.name === "edit_image");

@@ -1,5 +1,3 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Retouch } from "@retouch/sdk";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,6 +6,7 @@ import { request } from "../../../test/support/http-client";
 import { base64, rectangleMask } from "../../../test/support/images";
 import { jobCount } from "../../../test/support/jobs";
 import { cameraJpeg, largePng } from "../../../test/support/large-images";
+import { connectMcp } from "../../../test/support/mcp-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
@@ -94,12 +93,7 @@ describe("accepted over every transport, single and batch, image and mask", () =
 
   it("MCP edit_image, with the official client, after listing the tools", async () => {
     const account = await keyedAccount(api);
-    const client = new Client({ name: "large-images-test", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${api.url}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${account.key}` } },
-      }),
-    );
+    const client = await connectMcp(api.url, account.key, "large-images-test");
     try {
       const { tools } = await client.listTools();
       expect(tools.map((tool) => tool.name)).toContain("edit_image");

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
 import { base64, productPhoto } from "../../../test/support/images";
 import { insertPendingJob } from "../../../test/support/jobs";
+import { connectMcp } from "../../../test/support/mcp-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /** The MCP endpoint through the SDK's own client over real HTTP. */
@@ -14,11 +15,7 @@ let photo: string;
 const clients: Client[] = [];
 
 async function connect(key: string): Promise<Client> {
-  const client = new Client({ name: "retouch-test-agent", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), {
-    requestInit: { headers: { Authorization: `Bearer ${key}` } },
-  });
-  await client.connect(transport);
+  const client = await connectMcp(app.url, key);
   clients.push(client);
   return client;
 }
