@@ -30,6 +30,7 @@ import {
   stripes,
   textureEnergy,
 } from "../test/engine/synthetic-scenes.fixture";
+import { timed } from "./bench-timing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixtures = path.join(here, "..", "test", "engine", "fixtures");
@@ -59,22 +60,6 @@ const SIZES = [
   { name: "1 MP", width: 1224, height: 816, runs: 5 },
   { name: "12 MP", width: 4240, height: 2832, runs: 3 },
 ];
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
-
-async function timed(run: () => Promise<unknown>, runs: number): Promise<number> {
-  await run();
-  const times: number[] = [];
-  for (let i = 0; i < runs; i++) {
-    const started = performance.now();
-    await run();
-    times.push(performance.now() - started);
-  }
-  return median(times);
-}
 
 /** The inputs, written once as JPEG: a product shot, and a person on gravel, at each size. */
 async function prepareInputs(): Promise<void> {
