@@ -4,7 +4,7 @@ import type { InferenceSession } from "onnxruntime-node";
 import sharp from "sharp";
 import { cutOut, localColoursFromMatte } from "./alpha-matting";
 import { toWorkingResolution } from "./background-removal.classical";
-import type { BackgroundRemover, RgbaImage, SaliencyModelKind, WorkContext } from "./engine.ports";
+import type { BackgroundRemover, GreyImage, RgbaImage, SaliencyModelKind, SubjectSegmenter, WorkContext } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { resizeGrey } from "./image-codec";
 import { createCheckpoint, throwIfCancelled } from "./work-checkpoint";
@@ -56,7 +56,7 @@ export interface OnnxBackgroundRemoverOptions {
   workingSize?: number;
 }
 
-export class OnnxBackgroundRemover implements BackgroundRemover {
+export class OnnxBackgroundRemover implements BackgroundRemover, SubjectSegmenter {
   private readonly preset: ModelPreset;
   private session: Promise<InferenceSession> | undefined;
 
@@ -108,6 +108,14 @@ export class OnnxBackgroundRemover implements BackgroundRemover {
     const workAlpha = work === image ? alpha : await resizeGrey(saliency, work.width, work.height);
     const colours = localColoursFromMatte(work, workAlpha.data);
     return cutOut(image, alpha, colours, checkpoint);
+  }
+
+  async segmentSubject(image: RgbaImage, context: WorkContext): Promise<GreyImage> {
+    const session = await this.load();
+    throwIfCancelled(context.signal);
+    const saliency = await this.predict(session, image);
+    throwIfCancelled(context.signal);
+    return resizeGrey(saliency, image.width, image.height);
   }
 
   private inputSize(session: InferenceSession): { width: number; height: number } {

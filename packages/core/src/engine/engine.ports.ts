@@ -72,6 +72,16 @@ export interface BackgroundRemover {
   removeBackground(image: RgbaImage, context: WorkContext): Promise<RgbaImage>;
 }
 
+/**
+ * A learned salient-object model: how much each pixel belongs to the
+ * picture's main subject. Background removal is built on it, and object
+ * removal uses it to find a detected object's own shape inside its box.
+ */
+export interface SubjectSegmenter {
+  /** A 0..255 matte of the main subject, at the image's size. */
+  segmentSubject(image: RgbaImage, context: WorkContext): Promise<GreyImage>;
+}
+
 export interface ObjectRemovalTask {
   image: RgbaImage;
   /** Already resized to the image; when present, detection is skipped. */

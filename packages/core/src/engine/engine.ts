@@ -82,7 +82,8 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
   const backgroundRemover = options.backgroundRemover ?? onnxRemover ?? new ClassicalBackgroundRemover();
   const detector = options.detector ?? new HumanObjectDetector();
   const objectRemover =
-    options.objectRemover ?? new DetectAndInpaintRemover(detector, options.inpainter ?? new PatchMatchInpainter());
+    options.objectRemover ??
+    new DetectAndInpaintRemover(detector, options.inpainter ?? new PatchMatchInpainter(), { segmenter: onnxRemover });
   const generativeEditor = options.generativeEditor ?? new SharpCatalogEditor(backgroundRemover);
   return new BuiltInImageEngine({
     maxPixels: options.maxPixels ?? DEFAULT_MAX_PIXELS,

@@ -9,6 +9,7 @@ import type {
   ObjectRemovalTask,
   ObjectRemover,
   RgbaImage,
+  SubjectSegmenter,
   WorkContext,
 } from "./engine.ports";
 import { EngineError } from "./engine-error";
@@ -25,6 +26,8 @@ import { throwIfCancelled } from "./work-checkpoint";
 export interface DetectAndInpaintOptions {
   /** Masks covering more than this fraction of the image are refused: too little is left to fill from. */
   maxMaskCoverage?: number;
+  /** A learned model that finds a detected object's own shape inside its box; without one, the box is refined by colour. */
+  segmenter?: SubjectSegmenter;
 }
 
 export class DetectAndInpaintRemover implements ObjectRemover {
