@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Re-creates the real photographs in packages/core/test/engine/fixtures from the
+"""Re-creates the real photographs in packages/engine/test/fixtures from the
 Debian packages that ship them (see the README there for credits and licences).
 
     /usr/bin/python3 scripts/real-photo-fixtures.py

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference mattes for the real-photograph fixtures (packages/core/test/engine/fixtures).
+"""Reference mattes for the real-photograph fixtures (packages/engine/test/fixtures).
 
 Each matte is GrabCut (OpenCV, Debian's python3-opencv) started from hints chosen by
 hand for that photo: sure-subject and sure-background polygons and strokes in the

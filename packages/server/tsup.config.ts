@@ -56,7 +56,7 @@ export const serverBuild = defineConfig({
     main: "src/main.ts",
     admin: "src/admin/admin.main.ts",
     // engine-pool.ts starts its threads from `./engine.worker.js` next to itself.
-    "engine.worker": "../core/src/processing/engine.worker.ts",
+    "engine.worker": "../engine/src/engine.worker.ts",
   },
   format: ["esm"],
   target: "node22",

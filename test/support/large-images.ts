@@ -3,12 +3,12 @@ import sharp, { type Sharp } from "sharp";
 
 /**
  * Camera-sized inputs, built at test time from a real photograph (coffee.jpg,
- * CC0, from scikit-image's sample data: see packages/core/test/engine/fixtures)
+ * CC0, from scikit-image's sample data: see packages/engine/test/fixtures)
  * so that no multi-megabyte file is committed. Enlarging alone gives smooth
  * pixels that compress far better than a photo straight from a sensor; fine
  * grain (deterministic) brings the encoded size to a camera's.
  */
-const photograph = new URL("../../packages/core/test/engine/fixtures/coffee.jpg", import.meta.url);
+const photograph = new URL("../../packages/engine/test/fixtures/coffee.jpg", import.meta.url);
 
 /** The photograph at `width` x `height` with grain of roughly `grain` levels (standard deviation x 1.4), unencoded. */
 export async function grainyPhoto(width: number, height: number, grain: number): Promise<Sharp> {

@@ -8,7 +8,7 @@ import { keyedAccount, uniqueEmail, verifyEmail } from "../../../test/support/ac
 import { exampleFixture, examplesDir, runExample } from "../../../test/support/run-example";
 import type { TestApp } from "../../../test/support/test-app";
 
-const astronautPhoto = fileURLToPath(new URL("../../../packages/core/test/engine/fixtures/astronaut.jpg", import.meta.url));
+const astronautPhoto = fileURLToPath(new URL("../../../packages/engine/test/fixtures/astronaut.jpg", import.meta.url));
 
 let app: TestApp;
 let scratch: string;

@@ -12,10 +12,10 @@
  */
 import { randomBytes } from "node:crypto";
 import os from "node:os";
+import { checkImageStructure, sniffImageFormat } from "@retouch/engine";
 import { grainyPhoto } from "../../../test/support/large-images";
-import { checkImageStructure, sniffImageFormat } from "../src/engine/image-codec";
+import { timed } from "../../engine/bench/bench-timing";
 import { decodeBase64Strict } from "../src/lib/base64";
-import { timed } from "./bench-timing";
 
 const RUNS = 7;
 

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, parseConfig, parseDuration } from "../src/config/env";
+import { imageEngineOptions } from "../src/processing/model-provisioner";
 
 function problemsOf(env: Record<string, string>, baseDir?: string): string {
   try {
@@ -118,6 +119,11 @@ describe("parseConfig: the editing engine", () => {
       directory,
     );
     expect(configured.backgroundModel).toMatchObject({ kind: "birefnet", inputSize: 512 });
+    // What the engine threads are given.
+    expect(imageEngineOptions({ ...configured, maxImagePixels: 2_000_000 })).toEqual({
+      maxPixels: 2_000_000,
+      backgroundModel: { path: path.join(directory, "isnet-general-use.onnx"), kind: "birefnet", inputSize: 512 },
+    });
   });
 
   it("reports a missing model file together with the other bad variables", () => {

@@ -3,7 +3,6 @@ import {
   type Config,
   createMailer,
   createServices,
-  EnginePool,
   ImageProcessor,
   JobQueue,
   type Logger,
@@ -11,6 +10,7 @@ import {
   runMaintenance,
   type Services,
 } from "@retouch/core";
+import { EnginePool } from "@retouch/engine";
 import pg from "pg";
 import { resolveAuthSecret } from "./auth-secret";
 import { type HttpServer, startHttpServer } from "./http/http-server";

@@ -20,7 +20,7 @@ let files: { jpeg: Buffer; png: Buffer; webp: Buffer };
 beforeAll(async () => {
   app = await startTestApp({ RETOUCH_MAX_IMAGE_BYTES: String(MAX_IMAGE_BYTES) }, { role: "api" });
   // A real photograph (CC0, scikit-image's sample data), in each input format.
-  photo = await readFile(new URL("../../core/test/engine/fixtures/coffee.jpg", import.meta.url));
+  photo = await readFile(new URL("../../engine/test/fixtures/coffee.jpg", import.meta.url));
   files = {
     jpeg: photo,
     png: await sharp(photo).png().toBuffer(),

@@ -36,7 +36,7 @@ const host = {
 };
 
 beforeAll(async () => {
-  photo = await readFile(new URL("../../core/test/engine/fixtures/coffee.jpg", import.meta.url));
+  photo = await readFile(new URL("../../engine/test/fixtures/coffee.jpg", import.meta.url));
   mask = await rectangleMask(600, 400, { left: 250, top: 150, width: 100, height: 80 });
   const tooLarge = Buffer.concat([await sharp(photo).png().toBuffer(), Buffer.alloc(MAX_IMAGE_BYTES)]);
   host.server = createServer((req, res) => {

@@ -10,8 +10,8 @@ import { request } from "../../../test/support/http-client";
 import { type ModelMirror, sha256Of, startModelMirror, writeTestCatalog } from "../../../test/support/model-mirror";
 import { spawnServerEntry } from "../../../test/support/spawn-retouch";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
-import { redSaliencyModel } from "../../core/test/engine/onnx-model.builder";
-import { iou, redBallAndBlueBox, type Scene } from "../../core/test/engine/synthetic-scenes.fixture";
+import { redSaliencyModel } from "../../engine/test/onnx-model.builder";
+import { iou, redBallAndBlueBox, type Scene } from "../../engine/test/synthetic-scenes.fixture";
 
 /**
  * The service and the CLI with models from a mirror on loopback: the catalog

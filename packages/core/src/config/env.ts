@@ -1,8 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import {
+  BUILT_IN_CATALOG,
+  extendCatalog,
+  findModel,
+  type ModelCatalog,
+  parseCatalogFile,
+  SALIENCY_MODEL_KINDS,
+  type SaliencyModelKind,
+} from "@retouch/engine";
 import { z } from "zod";
-import { SALIENCY_MODEL_KINDS, type SaliencyModelKind } from "../engine/engine.ports";
-import { BUILT_IN_CATALOG, extendCatalog, findModel, type ModelCatalog, parseCatalogFile } from "../engine/models/model-catalog";
 import { PLAN_NAMES } from "./plans";
 
 /**

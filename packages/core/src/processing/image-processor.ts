@@ -1,9 +1,9 @@
 import { hostname } from "node:os";
+import type { ImageEngine } from "@retouch/engine";
+import { isEngineError } from "@retouch/engine";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import type { ImageFormat } from "../db/schema";
-import type { ImageEngine } from "../engine/engine.ports";
-import { isEngineError } from "../engine/engine-error";
 import type { Logger } from "../lib/logger";
 import { randomHex } from "../lib/secrets";
 import type { JobRow, JobsStore } from "../stores/jobs.store";

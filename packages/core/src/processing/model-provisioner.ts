@@ -1,12 +1,14 @@
 import path from "node:path";
+import {
+  type BackgroundModelOptions,
+  type DownloadProgress,
+  type EngineWorkerOptions,
+  isModelError,
+  type ModelEntry,
+  ModelLibrary,
+} from "@retouch/engine";
 import type { Config } from "../config/env";
-import { type BackgroundModelOptions, imageEngineOptions } from "../engine/engine";
-import type { ModelEntry } from "../engine/models/model-catalog";
-import type { DownloadProgress } from "../engine/models/model-download";
-import { isModelError } from "../engine/models/model-error";
-import { ModelLibrary } from "../engine/models/model-library";
 import type { Logger } from "../lib/logger";
-import type { EngineWorkerOptions } from "./engine.worker";
 
 /** After a failed start-up download, the next try comes this much later, doubling up to the maximum. */
 const RETRY_FIRST_MS = 10 * 60_000;
@@ -17,6 +19,15 @@ const BUSY_POLL_MS = 5_000;
 export interface ModelProvisionerDependencies {
   config: Pick<Config, "backgroundModel" | "maxImagePixels" | "models">;
   logger: Logger;
+}
+
+/** The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*). */
+export function imageEngineOptions(config: Pick<Config, "maxImagePixels" | "backgroundModel">): EngineWorkerOptions {
+  const model = config.backgroundModel;
+  return {
+    maxPixels: config.maxImagePixels,
+    ...(model ? { backgroundModel: { path: model.path, kind: model.kind, inputSize: model.inputSize } } : {}),
+  };
 }
 
 /** The engine options for a catalog background model stored at `file`. */

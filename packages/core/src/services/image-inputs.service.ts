@@ -1,5 +1,5 @@
+import { sniffImageFormat } from "@retouch/engine";
 import type { Config } from "../config/env";
-import { sniffImageFormat } from "../engine/image-codec";
 import { RetouchError } from "../errors/retouch-error";
 import { base64DecodedLength, decodeBase64Strict } from "../lib/base64";
 import { fetchBytes, OutboundFetchError, OutboundRefusedError } from "../lib/outbound-http";

@@ -1,11 +1,9 @@
 import { createHash } from "node:crypto";
+import { EngineError, inspectImage, routePrompt } from "@retouch/engine";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import { PLAN_LIMITS } from "../config/plans";
 import type { ImageFormat, JobWorkflow } from "../db/schema";
-import { EngineError } from "../engine/engine-error";
-import { inspectImage } from "../engine/image-codec";
-import { routePrompt } from "../engine/prompt-router";
 import type { ErrorCode } from "../errors/error-codes";
 import { RetouchError } from "../errors/retouch-error";
 import { newId } from "../lib/ids";

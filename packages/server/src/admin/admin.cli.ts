@@ -1,14 +1,6 @@
 import { parseArgs } from "node:util";
-import {
-  ConfigError,
-  createAdminService,
-  createLogger,
-  isModelError,
-  isPlanName,
-  loadConfig,
-  PLAN_NAMES,
-  RetouchError,
-} from "@retouch/core";
+import { ConfigError, createAdminService, createLogger, isPlanName, loadConfig, PLAN_NAMES, RetouchError } from "@retouch/core";
+import { isModelError } from "@retouch/engine";
 import { pino } from "pino";
 import { openConfiguredDatabase } from "../postgres/database";
 import { MODELS_USAGE, ModelsUsageError, runModelsCommand } from "./models.command";

@@ -1,4 +1,5 @@
-import { type Config, type DownloadProgress, ModelLibrary, type ModelStatus } from "@retouch/core";
+import type { Config } from "@retouch/core";
+import { type DownloadProgress, ModelLibrary, type ModelStatus } from "@retouch/engine";
 
 export const MODELS_USAGE = `Usage: pnpm retouch models <command> [name]
 

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { crc32 } from "node:zlib";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
-import { EngineError } from "../../src/engine/engine-error";
+import { EngineError } from "../src/engine-error";
 import {
   checkImageStructure,
   DEFAULT_MAX_PIXELS,
@@ -11,7 +11,7 @@ import {
   encodeImage,
   inspectImage,
   sniffImageFormat,
-} from "../../src/engine/image-codec";
+} from "../src/image-codec";
 
 /** A PNG whose header claims `width` x `height` with a few bytes of data: a decompression bomb's shape. */
 function pngHeaderOnly(width: number, height: number): Buffer {

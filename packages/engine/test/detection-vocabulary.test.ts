@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { readTerm, selectDetections, type TargetQuery } from "../../src/engine/detection-vocabulary";
-import type { Detection } from "../../src/engine/engine.ports";
+import { readTerm, selectDetections, type TargetQuery } from "../src/detection-vocabulary";
+import type { Detection } from "../src/engine.ports";
 
 function target(term: string): TargetQuery {
   const reading = readTerm(term);

@@ -7,8 +7,8 @@
  */
 import { readFile } from "node:fs/promises";
 import sharp from "sharp";
-import type { ImageEngine } from "../../src/engine/engine.ports";
-import { EngineError } from "../../src/engine/engine-error";
+import type { ImageEngine } from "../src/engine.ports";
+import { EngineError } from "../src/engine-error";
 
 export type PhotoKind = "person" | "animal" | "object" | "vehicle" | "building" | "landscape";
 

@@ -14,12 +14,12 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
-import { ClassicalBackgroundRemover } from "../src/engine/background-removal.classical";
-import { createImageEngine } from "../src/engine/engine";
-import type { OutputFormat, RgbaImage } from "../src/engine/engine.ports";
-import { decodeImage, encodeImage } from "../src/engine/image-codec";
-import { dilate } from "../src/engine/mask-ops";
-import { diffusionFill, PatchMatchInpainter } from "../src/engine/patch-inpainter";
+import { ClassicalBackgroundRemover } from "../src/background-removal.classical";
+import { createImageEngine } from "../src/engine";
+import type { OutputFormat, RgbaImage } from "../src/engine.ports";
+import { decodeImage, encodeImage } from "../src/image-codec";
+import { dilate } from "../src/mask-ops";
+import { diffusionFill, PatchMatchInpainter } from "../src/patch-inpainter";
 import {
   alphaOf,
   flatFill,
@@ -29,7 +29,7 @@ import {
   rectangleMask,
   stripes,
   textureEnergy,
-} from "../test/engine/synthetic-scenes.fixture";
+} from "../test/synthetic-scenes.fixture";
 import { timed } from "./bench-timing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));

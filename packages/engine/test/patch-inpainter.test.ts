@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import type { RgbaImage } from "../../src/engine/engine.ports";
-import { decodeImage } from "../../src/engine/image-codec";
-import { dilate } from "../../src/engine/mask-ops";
-import { diffusionFill, PatchMatchInpainter } from "../../src/engine/patch-inpainter";
+import type { RgbaImage } from "../src/engine.ports";
+import { decodeImage } from "../src/image-codec";
+import { dilate } from "../src/mask-ops";
+import { diffusionFill, PatchMatchInpainter } from "../src/patch-inpainter";
 import { blotches, flatFill, maskedError, rectangleMask, stripes, textureEnergy } from "./synthetic-scenes.fixture";
 
 const fixturesDirectory = new URL("./fixtures/", import.meta.url);

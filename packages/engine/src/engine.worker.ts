@@ -1,10 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { createImageEngine, type ImageEngineOptions } from "../engine/engine";
-import { isEngineError } from "../engine/engine-error";
-import type { WorkerMessage, WorkerReply } from "./engine-pool";
-
-/** Options of the engine in each thread: plain data only, since they are copied into it (no port implementations). */
-export type EngineWorkerOptions = Pick<ImageEngineOptions, "maxPixels" | "backgroundModel" | "backgroundModelPath">;
+import { createImageEngine } from "./engine";
+import { isEngineError } from "./engine-error";
+import type { EngineWorkerOptions, WorkerMessage, WorkerReply } from "./engine-worker.protocol";
 
 /** One engine thread: edits one image at a time for the pool. */
 if (parentPort) {

@@ -1,4 +1,3 @@
-import type { Config } from "../config/env";
 import { ClassicalBackgroundRemover } from "./background-removal.classical";
 import { OnnxBackgroundRemover } from "./background-removal.onnx";
 import type {
@@ -51,15 +50,6 @@ export interface ImageEngineOptions {
   /** Parts of the built-in object remover. */
   detector?: ObjectDetector;
   inpainter?: Inpainter;
-}
-
-/** The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*). */
-export function imageEngineOptions(config: Pick<Config, "maxImagePixels" | "backgroundModel">): ImageEngineOptions {
-  const model = config.backgroundModel;
-  return {
-    maxPixels: config.maxImagePixels,
-    ...(model ? { backgroundModel: { path: model.path, kind: model.kind, inputSize: model.inputSize } } : {}),
-  };
 }
 
 /**

@@ -1,6 +1,6 @@
 import sharp from "sharp";
-import type { RgbaImage } from "../../src/engine/engine.ports";
-import { seededRandom } from "../../src/engine/seeded-random";
+import type { RgbaImage } from "../src/engine.ports";
+import { seededRandom } from "../src/seeded-random";
 
 export { seededRandom };
 

@@ -8,11 +8,9 @@ import {
   createImageEngine,
   type EditRequest,
   EngineError,
-  imageEngineOptions,
   inspectImage,
   OnnxBackgroundRemover,
-  parseConfig,
-} from "../../src/index";
+} from "../src/index";
 import { redSaliencyModel } from "./onnx-model.builder";
 import { iou, productScenes, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
 
@@ -194,8 +192,7 @@ describe("createImageEngine: input checks and options", () => {
     const modelPath = path.join(directory, "u2net-red.onnx");
     await writeFile(modelPath, redSaliencyModel());
     const scene = await redBallAndBlueBox();
-    const config = parseConfig({ RETOUCH_BACKGROUND_MODEL: modelPath, RETOUCH_MAX_IMAGE_PIXELS: "2000000" });
-    const withModel = createImageEngine(imageEngineOptions(config));
+    const withModel = createImageEngine({ backgroundModel: { path: modelPath }, maxPixels: 2_000_000 });
     await withModel.warmUp?.();
     const cutout = await withModel.edit({ image: scene.jpeg, prompt: "make the background transparent" });
     expect(iou(await alphaOfPng(cutout.image), scene.truth)).toBeGreaterThan(0.95);

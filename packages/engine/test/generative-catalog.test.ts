@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type EditStep, parseInstructions } from "../../src/engine/generative-catalog";
+import { type EditStep, parseInstructions } from "../src/generative-catalog";
 
 describe("parseInstructions: one instruction", () => {
   it.each<[string, EditStep]>([

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { ClassicalBackgroundRemover } from "../../src/engine/background-removal.classical";
-import type { GreyImage, RgbaImage } from "../../src/engine/engine.ports";
-import { SharpCatalogEditor } from "../../src/engine/generative-editor.sharp";
-import { decodeImage } from "../../src/engine/image-codec";
+import { ClassicalBackgroundRemover } from "../src/background-removal.classical";
+import type { GreyImage, RgbaImage } from "../src/engine.ports";
+import { SharpCatalogEditor } from "../src/generative-editor.sharp";
+import { decodeImage } from "../src/image-codec";
 import { gaussian, productScenes, seededRandom } from "./synthetic-scenes.fixture";
 
 const editor = new SharpCatalogEditor(new ClassicalBackgroundRemover());

@@ -1,12 +1,12 @@
 import { readFile } from "node:fs/promises";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Detection, RgbaImage } from "../../src/engine/engine.ports";
-import { decodeImage } from "../../src/engine/image-codec";
-import { coverage } from "../../src/engine/mask-ops";
-import { HumanObjectDetector, suppressDuplicates } from "../../src/engine/object-detector.human";
-import { DetectAndInpaintRemover, refineWithinBox, widenUserMask } from "../../src/engine/object-removal";
-import { PatchMatchInpainter } from "../../src/engine/patch-inpainter";
+import type { Detection, RgbaImage } from "../src/engine.ports";
+import { decodeImage } from "../src/image-codec";
+import { coverage } from "../src/mask-ops";
+import { HumanObjectDetector, suppressDuplicates } from "../src/object-detector.human";
+import { DetectAndInpaintRemover, refineWithinBox, widenUserMask } from "../src/object-removal";
+import { PatchMatchInpainter } from "../src/patch-inpainter";
 import { rectangleMask } from "./synthetic-scenes.fixture";
 
 const fixture = (name: string) => readFile(new URL(`./fixtures/${name}`, import.meta.url));

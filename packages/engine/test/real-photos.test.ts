@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { fetchIsnetModel } from "../../../../scripts/fetch-test-models";
-import { createImageEngine } from "../../src/index";
+import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
+import { createImageEngine } from "../src/index";
 import { cutOut, loadMatte, loadPhoto, median, SUBJECT_PHOTOS, score, type Verdict } from "./real-photos.fixture";
 
 /**

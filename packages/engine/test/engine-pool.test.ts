@@ -1,11 +1,12 @@
 import { mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { createLogger, EnginePool } from "@retouch/core";
+
+import { EnginePool } from "@retouch/engine";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redSaliencyModel } from "../engine/onnx-model.builder";
-import { iou, redBallAndBlueBox, type Scene } from "../engine/synthetic-scenes.fixture";
+import { redSaliencyModel } from "./onnx-model.builder";
+import { iou, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
 
 /** Switching the worker threads to a model that became available, through real threads. */
 let scene: Scene;
@@ -24,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => Promise.all(pools.map((pool) => pool.close())));
 
 function pool(): EnginePool {
-  const created = new EnginePool(1, { maxPixels: 4_000_000 }, createLogger("silent"));
+  const created = new EnginePool(1, { maxPixels: 4_000_000 }, { warn: () => {} });
   pools.push(created);
   return created;
 }

@@ -1,21 +1,14 @@
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { EditRequest, EditResult, ImageEngine } from "../engine/engine.ports";
-import { EngineError, type EngineFailureReason } from "../engine/engine-error";
-import type { Logger } from "../lib/logger";
-import type { EngineWorkerOptions } from "./engine.worker";
+import type { EditRequest, EditResult, ImageEngine } from "./engine.ports";
+import { EngineError } from "./engine-error";
+import type { EngineWorkerOptions, WorkerMessage, WorkerReply, WorkerRequest } from "./engine-worker.protocol";
 
-/** What crosses the thread boundary: plain data, the bytes as transferable arrays. */
-export type WorkerRequest = Omit<EditRequest, "image" | "mask" | "signal"> & { image: Uint8Array; mask?: Uint8Array };
-export type WorkerMessage =
-  | { kind: "edit"; id: number; request: WorkerRequest }
-  | { kind: "cancel"; id: number }
-  | { kind: "configure"; options: EngineWorkerOptions };
-export type WorkerReply =
-  | { kind: "edited"; id: number; ok: true; result: Omit<EditResult, "image"> & { image: Uint8Array } }
-  | { kind: "edited"; id: number; ok: false; error: { message: string; reason?: EngineFailureReason } }
-  | { kind: "configured"; ok: boolean; error?: string };
+/** Where the pool reports a thread it had to terminate (a pino logger fits). */
+export interface PoolLogger {
+  warn(details: Record<string, unknown>, message: string): void;
+}
 
 interface Task {
   id: number;
@@ -57,7 +50,7 @@ export class EnginePool implements ImageEngine {
   constructor(
     private readonly size: number,
     private options: EngineWorkerOptions,
-    private readonly logger: Logger,
+    private readonly logger: PoolLogger,
   ) {}
 
   /**

@@ -1,20 +1,21 @@
 import { mkdtemp, readdir, readFile, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { parseConfig } from "@retouch/core";
 import {
   BUILT_IN_CATALOG,
+  checkCatalog,
+  extendCatalog,
   isPermissive,
   type ModelCatalog,
   type ModelEntry,
   ModelLibrary,
   OnnxBackgroundRemover,
-  parseConfig,
-} from "@retouch/core";
+} from "@retouch/engine";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { freePort } from "../../../../test/support/free-port";
-import { type ModelMirror, sha256Of, startModelMirror, writeTestCatalog } from "../../../../test/support/model-mirror";
-import { checkCatalog, extendCatalog } from "../../src/engine/models/model-catalog";
-import { redSaliencyModel } from "./onnx-model.builder";
+import { freePort } from "../../../test/support/free-port";
+import { type ModelMirror, sha256Of, startModelMirror, writeTestCatalog } from "../../../test/support/model-mirror";
+import { redSaliencyModel } from "../../engine/test/onnx-model.builder";
 
 /** A real ONNX model (about 64 kB) served by a real HTTP server on loopback. */
 const model = redSaliencyModel({ padding: 16_000 });

@@ -15,17 +15,8 @@
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
-import { createImageEngine } from "../src/engine/engine";
-import {
-  cutOut,
-  loadMatte,
-  loadPhoto,
-  median,
-  REAL_PHOTOS,
-  type Score,
-  score,
-  type Verdict,
-} from "../test/engine/real-photos.fixture";
+import { createImageEngine } from "../src/engine";
+import { cutOut, loadMatte, loadPhoto, median, REAL_PHOTOS, type Score, score, type Verdict } from "../test/real-photos.fixture";
 
 const { values, positionals } = parseArgs({ options: { threads: { type: "string", default: "1" } }, allowPositionals: true });
 const threads = Number(values.threads);

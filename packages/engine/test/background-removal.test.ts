@@ -3,11 +3,11 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ClassicalBackgroundRemover } from "../../src/engine/background-removal.classical";
-import { inferModelKind, OnnxBackgroundRemover } from "../../src/engine/background-removal.onnx";
-import type { RgbaImage } from "../../src/engine/engine.ports";
-import { EngineError } from "../../src/engine/engine-error";
-import { decodeImage } from "../../src/engine/image-codec";
+import { ClassicalBackgroundRemover } from "../src/background-removal.classical";
+import { inferModelKind, OnnxBackgroundRemover } from "../src/background-removal.onnx";
+import type { RgbaImage } from "../src/engine.ports";
+import { EngineError } from "../src/engine-error";
+import { decodeImage } from "../src/image-codec";
 import { redSaliencyModel } from "./onnx-model.builder";
 import { alphaOf, iou, productScenes, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
 

@@ -1,0 +1,24 @@
+import type { ImageEngineOptions } from "./engine";
+import type { EditRequest, EditResult } from "./engine.ports";
+import type { EngineFailureReason } from "./engine-error";
+
+/**
+ * The messages between the engine pool and its threads, in one place so that
+ * neither side imports the other.
+ */
+
+/** Options of the engine in each thread: plain data only, since they are copied into it (no port implementations). */
+export type EngineWorkerOptions = Pick<ImageEngineOptions, "maxPixels" | "backgroundModel" | "backgroundModelPath">;
+
+/** What crosses the thread boundary: plain data, the bytes as transferable arrays. */
+export type WorkerRequest = Omit<EditRequest, "image" | "mask" | "signal"> & { image: Uint8Array; mask?: Uint8Array };
+
+export type WorkerMessage =
+  | { kind: "edit"; id: number; request: WorkerRequest }
+  | { kind: "cancel"; id: number }
+  | { kind: "configure"; options: EngineWorkerOptions };
+
+export type WorkerReply =
+  | { kind: "edited"; id: number; ok: true; result: Omit<EditResult, "image"> & { image: Uint8Array } }
+  | { kind: "edited"; id: number; ok: false; error: { message: string; reason?: EngineFailureReason } }
+  | { kind: "configured"; ok: boolean; error?: string };

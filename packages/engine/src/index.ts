@@ -1,0 +1,82 @@
+/**
+ * @retouch/engine: image bytes and an instruction in, image bytes out. Knows
+ * nothing of HTTP, accounts or storage; the service runs it through EnginePool.
+ */
+export { ClassicalBackgroundRemover, type ClassicalSegmenterOptions } from "./background-removal.classical";
+export { inferModelKind, OnnxBackgroundRemover, type OnnxBackgroundRemoverOptions } from "./background-removal.onnx";
+export { COCO_LABELS } from "./detection-vocabulary";
+export {
+  type BackgroundModelOptions,
+  createImageEngine,
+  type ImageEngineOptions,
+} from "./engine";
+export {
+  type BackgroundRemover,
+  type Box,
+  type Detection,
+  type EditRequest,
+  type EditResult,
+  type GenerativeEditor,
+  type GenerativeEditTask,
+  type GreyImage,
+  type ImageEngine,
+  type Inpainter,
+  type ObjectDetector,
+  type ObjectRemovalTask,
+  type ObjectRemover,
+  type OutputFormat,
+  type RgbaImage,
+  type Route,
+  SALIENCY_MODEL_KINDS,
+  type SaliencyModelKind,
+  type SubjectSegmenter,
+  type WorkContext,
+  type Workflow,
+} from "./engine.ports";
+export { EngineError, type EngineFailureReason, isEngineError } from "./engine-error";
+export { EnginePool, type PoolLogger } from "./engine-pool";
+export type { EngineWorkerOptions } from "./engine-worker.protocol";
+export { CATALOG, type EditStep, parseInstructions } from "./generative-catalog";
+export { SharpCatalogEditor } from "./generative-editor.sharp";
+export {
+  checkImageStructure,
+  DEFAULT_MAX_PIXELS,
+  DEFAULT_QUALITY,
+  decodeImage,
+  decodeMask,
+  type EncodedImage,
+  encodeImage,
+  type ImageInfo,
+  inspectImage,
+  sniffImageFormat,
+} from "./image-codec";
+export {
+  type BackgroundModelEntry,
+  BUILT_IN_CATALOG,
+  catalogFileSchema,
+  checkCatalog,
+  extendCatalog,
+  findModel,
+  hasChecksum,
+  INPAINTING_MODEL_KINDS,
+  isPermissive,
+  MODEL_TASKS,
+  type ModelCatalog,
+  type ModelEntry,
+  type ModelTask,
+  PERMISSIVE_LICENCES,
+  parseCatalogFile,
+} from "./models/model-catalog";
+export { checkFile, type DownloadProgress, downloadModel, downloadUrls } from "./models/model-download";
+export { isModelError, ModelError, type ModelFailureReason } from "./models/model-error";
+export {
+  ModelLibrary,
+  type ModelState,
+  type ModelStatus,
+  type PullOptions,
+  type PullResult,
+} from "./models/model-library";
+export { HumanObjectDetector, type HumanObjectDetectorOptions } from "./object-detector.human";
+export { type DetectAndInpaintOptions, DetectAndInpaintRemover } from "./object-removal";
+export { type PatchInpainterOptions, PatchMatchInpainter } from "./patch-inpainter";
+export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompt-router";
