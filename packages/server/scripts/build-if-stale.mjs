@@ -5,7 +5,7 @@
  * before anything is built, at every `pnpm start`, and must cost milliseconds.
  *
  * "Other sources" is a fingerprint of what the bundle is made of: the path,
- * size and modification time of the server's and core's sources, their
+ * size and modification time of the server's, core's and engine's sources, their
  * package.json files and the build and TypeScript configs; and the content of
  * pnpm's record of the installed packages (node_modules/.pnpm/lock.yaml, with
  * the patches' hashes), which every `pnpm install` rewrites, changed or not.
@@ -24,6 +24,8 @@ const FINGERPRINT_FILE = ".sources-fingerprint";
 const SOURCES = [
   "packages/core/src",
   "packages/core/package.json",
+  "packages/engine/src",
+  "packages/engine/package.json",
   "packages/server/src",
   "packages/server/package.json",
   "packages/server/tsup.config.ts",
