@@ -55,8 +55,9 @@ export const serverBuild = defineConfig({
   entry: {
     main: "src/main.ts",
     admin: "src/admin/admin.main.ts",
-    // engine-pool.ts starts its threads from `./engine.worker.js` next to itself.
+    // engine-pool.ts starts its threads from `./engine.worker.js` and `./inference.worker.js` next to itself.
     "engine.worker": "../engine/src/engine.worker.ts",
+    "inference.worker": "../engine/src/inference.worker.ts",
   },
   format: ["esm"],
   target: "node22",

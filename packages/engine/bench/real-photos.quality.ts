@@ -8,24 +8,34 @@
  * the edit; then the medians and the count per verdict. Landscapes have no matte: the
  * share of the picture each cut-out kept is printed instead.
  *
- *     pnpm quality [--threads N] [PHOTO ...]
+ *     pnpm quality [--threads N] [--size N] [PHOTO ...]
  *
- * --threads: onnxruntime threads per inference (the engine's default is 1).
+ * --threads: onnxruntime threads per inference (default: every core, as the service's
+ * inference thread). --size: IS-Net's input side (default 1024, as published; the
+ * model is resized for other multiples of 32, see src/models/model-input-size.ts).
  */
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
 import { createImageEngine } from "../src/engine";
+import { LocalOnnxRunner } from "../src/onnx-runner";
 import { cutOut, loadMatte, loadPhoto, median, REAL_PHOTOS, type Score, score, type Verdict } from "../test/real-photos.fixture";
 
-const { values, positionals } = parseArgs({ options: { threads: { type: "string", default: "1" } }, allowPositionals: true });
+const { values, positionals } = parseArgs({
+  options: { threads: { type: "string", default: String(os.availableParallelism()) }, size: { type: "string", default: "1024" } },
+  allowPositionals: true,
+});
 const threads = Number(values.threads);
+const inputSize = Number(values.size);
 const photos = positionals.length ? REAL_PHOTOS.filter((photo) => positionals.includes(photo.name)) : REAL_PHOTOS;
 
 const modelPath = await fetchIsnetModel();
 const engines = {
   classical: createImageEngine(),
-  isnet: createImageEngine({ backgroundModel: { path: modelPath, kind: "isnet", threads } }),
+  isnet: createImageEngine({
+    backgroundModel: { path: modelPath, kind: "isnet", inputSize },
+    onnxRunner: new LocalOnnxRunner({ threads }),
+  }),
 };
 await engines.isnet.warmUp?.();
 
@@ -62,7 +72,7 @@ console.log(
   `Machine: ${cpu?.model ?? "unknown CPU"}, ${os.cpus().length} cores, load average ${os
     .loadavg()
     .map((load) => load.toFixed(1))
-    .join(" / ")}; Node ${process.version}; IS-Net ${threads} thread(s)\n`,
+    .join(" / ")}; Node ${process.version}; IS-Net at ${inputSize}x${inputSize}, ${threads} thread(s)\n`,
 );
 console.log("| Photo | Kind | Classical IoU | IS-Net IoU | Classical time | IS-Net time |");
 console.log("|---|---|---|---|---|---|");

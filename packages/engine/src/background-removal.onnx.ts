@@ -1,12 +1,12 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import type { InferenceSession } from "onnxruntime-node";
 import sharp from "sharp";
 import { cutOut, localColoursFromMatte } from "./alpha-matting";
 import { toWorkingResolution } from "./background-removal.classical";
 import type { BackgroundRemover, GreyImage, RgbaImage, SaliencyModelKind, SubjectSegmenter, WorkContext } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { resizeGrey } from "./image-codec";
+import { type FloatTensor, type OnnxModelInfo, type OnnxModelSpec, type OnnxRunner, sharedOnnxRunner } from "./onnx-runner";
 import { createCheckpoint, throwIfCancelled } from "./work-checkpoint";
 
 /**
@@ -45,64 +45,49 @@ export interface OnnxBackgroundRemoverOptions {
   modelPath: string;
   /** Default: inferred from the file name. */
   kind?: SaliencyModelKind;
-  /** Input side for models with symbolic height/width. Default: the kind's usual size. */
+  /**
+   * Input side. For models with symbolic height and width, the size fed (default: the kind's usual
+   * size); for fixed-size exports such as IS-Net's, the model is resized to it (models/model-input-size.ts).
+   */
   inputSize?: number;
   /** Per-channel normalisation of RGB in 0..1, as the model's publisher gives it. Default: the kind's. */
   mean?: [number, number, number] | undefined;
   std?: [number, number, number] | undefined;
-  /** onnxruntime intra-op threads. Default 1: the worker's concurrency decides the parallelism. */
-  threads?: number;
+  /** Where the model runs. Default: this thread's shared runner. */
+  runner?: OnnxRunner;
   /** Working resolution for the edge colour estimates. */
   workingSize?: number;
 }
 
 export class OnnxBackgroundRemover implements BackgroundRemover, SubjectSegmenter {
   private readonly preset: ModelPreset;
-  private session: Promise<InferenceSession> | undefined;
+  private readonly runner: OnnxRunner;
+  /** With an input size, a fixed-size model is resized to it by the runner, once. */
+  private readonly spec: OnnxModelSpec;
+  private info: Promise<OnnxModelInfo> | undefined;
 
   constructor(private readonly options: OnnxBackgroundRemoverOptions) {
     // A wrong path is a configuration mistake: say so at start, not at the first job.
     if (!existsSync(options.modelPath)) throw new Error(`Background model not found: ${options.modelPath}`);
     const preset = PRESETS[options.kind ?? inferModelKind(options.modelPath)];
     this.preset = { ...preset, mean: options.mean ?? preset.mean, std: options.std ?? preset.std };
+    this.runner = options.runner ?? sharedOnnxRunner();
+    this.spec = { path: options.modelPath, ...(options.inputSize ? { inputSize: options.inputSize } : {}) };
   }
 
   /** Loads the model now instead of at the first edit. */
-  async load(): Promise<InferenceSession> {
-    this.session ??= (async () => {
-      const ort = await import("onnxruntime-node");
-      try {
-        return await ort.InferenceSession.create(this.options.modelPath, {
-          intraOpNumThreads: this.options.threads ?? 1,
-          interOpNumThreads: 1,
-          graphOptimizationLevel: "all",
-          // Measured with IS-Net (fp16 weights, 1024x1024 input) on a 1 MP photo, 3 runs in one process:
-          // with onnxruntime's CPU arena the process stayed at 2.27 GiB after the first run and peaked at
-          // 2.4 GiB; without it (and without the memory pattern) it stays at 0.56 GiB and peaks at 1.18 GiB,
-          // at the same speed (8.4-9.0 s on one thread). The arena keeps freed blocks for reuse, which a
-          // worker running one model now and then does not need.
-          enableCpuMemArena: false,
-          enableMemPattern: false,
-        });
-      } catch (error) {
-        throw new EngineError("model_failed", `The background model ${this.options.modelPath} could not be loaded.`, {
-          cause: error,
-        });
-      }
-    })();
+  async load(): Promise<OnnxModelInfo> {
+    this.info ??= this.runner.load(this.spec);
     // A failed load is retried by the next edit rather than cached.
-    this.session.catch(() => {
-      this.session = undefined;
+    this.info.catch(() => {
+      this.info = undefined;
     });
-    return this.session;
+    return this.info;
   }
 
   async removeBackground(image: RgbaImage, context: WorkContext): Promise<RgbaImage> {
     const checkpoint = createCheckpoint(context.signal);
-    const session = await this.load();
-    throwIfCancelled(context.signal);
-    const saliency = await this.predict(session, image);
-    throwIfCancelled(context.signal);
+    const saliency = await this.predict(image, context);
     const alpha = await resizeGrey(saliency, image.width, image.height);
     const work = await toWorkingResolution(image, this.options.workingSize ?? 800);
     const workAlpha = work === image ? alpha : await resizeGrey(saliency, work.width, work.height);
@@ -111,30 +96,15 @@ export class OnnxBackgroundRemover implements BackgroundRemover, SubjectSegmente
   }
 
   async segmentSubject(image: RgbaImage, context: WorkContext): Promise<GreyImage> {
-    const session = await this.load();
-    throwIfCancelled(context.signal);
-    const saliency = await this.predict(session, image);
-    throwIfCancelled(context.signal);
-    return resizeGrey(saliency, image.width, image.height);
-  }
-
-  private inputSize(session: InferenceSession): { width: number; height: number } {
-    const metadata = session.inputMetadata[0];
-    const shape = metadata?.isTensor ? metadata.shape : [];
-    const height = shape[2];
-    const width = shape[3];
-    if (typeof height === "number" && typeof width === "number" && height > 0 && width > 0) return { width, height };
-    const side = this.options.inputSize ?? this.preset.size;
-    return { width: side, height: side };
+    return resizeGrey(await this.predict(image, context), image.width, image.height);
   }
 
   /** The model's saliency map, 0..255, at the model's resolution. */
-  private async predict(
-    session: InferenceSession,
-    image: RgbaImage,
-  ): Promise<{ data: Uint8Array; width: number; height: number }> {
-    const ort = await import("onnxruntime-node");
-    const { width, height } = this.inputSize(session);
+  private async predict(image: RgbaImage, context: WorkContext): Promise<GreyImage> {
+    const info = await this.load();
+    throwIfCancelled(context.signal);
+    const side = this.options.inputSize ?? this.preset.size;
+    const { width, height } = info.inputSize ?? { width: side, height: side };
     const { data: rgb } = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
       .removeAlpha()
       .resize(width, height, { fit: "fill" })
@@ -146,18 +116,8 @@ export class OnnxBackgroundRemover implements BackgroundRemover, SubjectSegmente
     for (let i = 0; i < plane; i++) {
       for (let c = 0; c < 3; c++) input[c * plane + i] = ((rgb[i * 3 + c] ?? 0) / 255 - (mean[c] ?? 0)) / (std[c] ?? 1);
     }
-    const inputName = session.inputNames[0];
-    const outputName = session.outputNames[0];
-    if (!inputName || !outputName) throw new EngineError("model_failed", "The background model has no input or no output.");
-    let output: unknown;
-    try {
-      // Only the first output is the matte. Exports such as IS-Net's also return the decoder's side
-      // outputs (up to 64x512x512 floats each); fetching just the one needed saves copying them out.
-      const results = await session.run({ [inputName]: new ort.Tensor("float32", input, [1, 3, height, width]) }, [outputName]);
-      output = results[outputName];
-    } catch (error) {
-      throw new EngineError("model_failed", "The background model failed to run.", { cause: error });
-    }
+    const output = await this.runner.run(this.spec, { data: input, dims: [1, 3, height, width] }, context.signal);
+    throwIfCancelled(context.signal);
     return saliencyToGrey(output);
   }
 }
@@ -167,12 +127,11 @@ export class OnnxBackgroundRemover implements BackgroundRemover, SubjectSegmente
  * 0..1, as BiRefNet exports give) go through a sigmoid; then the map is
  * stretched to 0..1 as rembg does, unless it holds no subject at all.
  */
-function saliencyToGrey(output: unknown): { data: Uint8Array; width: number; height: number } {
-  const tensor = output as { data?: unknown; dims?: readonly number[]; type?: string } | undefined;
-  const dims = tensor?.dims ?? [];
+function saliencyToGrey(tensor: FloatTensor): GreyImage {
+  const { dims } = tensor;
   const height = dims[dims.length - 2] ?? 0;
   const width = dims[dims.length - 1] ?? 0;
-  if (!(tensor?.data instanceof Float32Array) || width <= 0 || height <= 0 || tensor.data.length < width * height) {
+  if (width <= 0 || height <= 0 || tensor.data.length < width * height) {
     throw new EngineError("model_failed", `The background model's output is not a float saliency map (dims ${dims.join("x")}).`);
   }
   const values = tensor.data.subarray(0, width * height);

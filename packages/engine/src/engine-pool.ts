@@ -1,13 +1,21 @@
 import { createRequire } from "node:module";
+import os from "node:os";
 import { pathToFileURL } from "node:url";
-import { Worker } from "node:worker_threads";
+import { MessageChannel, Worker } from "node:worker_threads";
 import type { EditRequest, EditResult, ImageEngine } from "./engine.ports";
 import { EngineError } from "./engine-error";
-import type { EngineWorkerOptions, WorkerMessage, WorkerReply, WorkerRequest } from "./engine-worker.protocol";
+import type { EngineWorkerOptions, InferenceMessage, WorkerMessage, WorkerReply, WorkerRequest } from "./engine-worker.protocol";
+import type { InferenceWorkerOptions } from "./inference.worker";
+import type { OnnxModelSpec } from "./onnx-runner";
 
-/** Where the pool reports a thread it had to terminate (a pino logger fits). */
+/** Where the pool reports a thread it had to terminate or restart (a pino logger fits). */
 export interface PoolLogger {
   warn(details: Record<string, unknown>, message: string): void;
+}
+
+export interface EnginePoolOptions {
+  /** onnxruntime threads of the one inference thread. Default: the cores this process may use. */
+  inferenceThreads?: number;
 }
 
 interface Task {
@@ -23,9 +31,13 @@ interface Slot {
   task: Task | undefined;
   /** Waiting for the thread to confirm new options, in the order they were sent. */
   configuring: { resolve(): void; reject(error: Error): void }[];
+  /** Has a port to the current inference thread. */
+  connected: boolean;
 }
 
-const workerUrl = new URL(`./engine.worker.${import.meta.url.endsWith(".ts") ? "ts" : "js"}`, import.meta.url);
+const extension = import.meta.url.endsWith(".ts") ? "ts" : "js";
+const workerUrl = new URL(`./engine.worker.${extension}`, import.meta.url);
+const inferenceUrl = new URL(`./inference.worker.${extension}`, import.meta.url);
 /** How long a cancelled edit may take to notice before its thread is terminated. */
 const CANCEL_GRACE_MS = 5_000;
 
@@ -36,21 +48,43 @@ function toTransferable(bytes: Buffer): Uint8Array {
   return copy;
 }
 
+function usesModels(options: EngineWorkerOptions): boolean {
+  return Boolean(options.backgroundModel ?? options.backgroundModelPath);
+}
+
+function modelSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
+  const model = options.backgroundModel ?? (options.backgroundModelPath ? { path: options.backgroundModelPath } : undefined);
+  return model ? [{ path: model.path, ...(model.inputSize ? { inputSize: model.inputSize } : {}) }] : [];
+}
+
+/** Worker options that make a TypeScript entry runnable (tests and `pnpm dev` run the sources). */
+function execArgv(url: URL): string[] {
+  return url.pathname.endsWith(".ts") ? ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href] : [];
+}
+
 /**
  * The engine's pixel loops are synchronous JavaScript. Run on the main thread
  * they would stall HTTP and the queue's lock renewal; here each edit runs in
  * a worker thread, `size` at a time, and a stuck edit can be terminated.
+ *
+ * Learned models run in one more thread, the inference thread, which every
+ * engine thread reaches through a port of its own: one session per model in
+ * the process however many edits run, and one forward pass at a time using
+ * every core (onnx-runner.ts says why). It starts when the options first name
+ * a model, and is restarted if it dies (an edit waiting on it fails).
  */
 export class EnginePool implements ImageEngine {
   private readonly slots: Slot[] = [];
   private readonly waiting: Task[] = [];
   private nextId = 1;
   private closed = false;
+  private inference: Worker | undefined;
 
   constructor(
     private readonly size: number,
     private options: EngineWorkerOptions,
     private readonly logger: PoolLogger,
+    private readonly poolOptions: EnginePoolOptions = {},
   ) {}
 
   /**
@@ -63,6 +97,7 @@ export class EnginePool implements ImageEngine {
   async reconfigure(options: EngineWorkerOptions): Promise<void> {
     const previous = this.options;
     this.options = options;
+    if (usesModels(options)) for (const slot of this.slots) this.connectInference(slot);
     const results = await Promise.allSettled(this.slots.map((slot) => this.configure(slot, options)));
     const failure = results.find((result) => result.status === "rejected");
     if (failure) {
@@ -70,6 +105,8 @@ export class EnginePool implements ImageEngine {
       for (const slot of this.slots) this.configure(slot, previous).catch(() => {});
       throw failure.reason;
     }
+    // Sessions of models no longer configured are released.
+    this.inference?.postMessage({ kind: "retain", keep: modelSpecs(options) } satisfies InferenceMessage);
   }
 
   edit(request: EditRequest): Promise<EditResult> {
@@ -95,7 +132,9 @@ export class EnginePool implements ImageEngine {
   async close(): Promise<void> {
     this.closed = true;
     for (const task of this.waiting.splice(0)) task.reject(new Error("the engine pool is closed"));
-    await Promise.all(this.slots.splice(0).map((slot) => slot.worker.terminate()));
+    const inference = this.inference;
+    this.inference = undefined;
+    await Promise.all([...this.slots.splice(0).map((slot) => slot.worker.terminate()), inference?.terminate()]);
   }
 
   private dispatch(): void {
@@ -109,11 +148,8 @@ export class EnginePool implements ImageEngine {
   }
 
   private spawn(): Slot {
-    const execArgv = workerUrl.pathname.endsWith(".ts")
-      ? ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href]
-      : [];
-    const worker = new Worker(workerUrl, { workerData: this.options, execArgv });
-    const slot: Slot = { worker, task: undefined, configuring: [] };
+    const worker = new Worker(workerUrl, { workerData: this.options, execArgv: execArgv(workerUrl) });
+    const slot: Slot = { worker, task: undefined, configuring: [], connected: false };
     worker.on("message", (reply: WorkerReply) => {
       if (reply.kind === "edited") this.settle(slot, reply);
       else if (reply.ok) slot.configuring.shift()?.resolve();
@@ -127,7 +163,37 @@ export class EnginePool implements ImageEngine {
       this.remove(slot);
     });
     this.slots.push(slot);
+    if (usesModels(this.options)) this.connectInference(slot);
     return slot;
+  }
+
+  /** Gives an engine thread a port to the inference thread, starting that thread if needed. */
+  private connectInference(slot: Slot): void {
+    if (slot.connected) return;
+    const { port1, port2 } = new MessageChannel();
+    this.inferenceThread().postMessage({ kind: "connect", port: port2 } satisfies InferenceMessage, [port2]);
+    slot.worker.postMessage({ kind: "inference", port: port1 } satisfies WorkerMessage, [port1]);
+    slot.connected = true;
+  }
+
+  private inferenceThread(): Worker {
+    if (this.inference) return this.inference;
+    const workerData: InferenceWorkerOptions = {
+      threads: this.poolOptions.inferenceThreads ?? os.availableParallelism(),
+    };
+    const inference = new Worker(inferenceUrl, { workerData, execArgv: execArgv(inferenceUrl) });
+    inference.on("error", (error) => this.logger.warn({ err: error }, "the inference thread failed"));
+    inference.on("exit", (code) => {
+      if (this.inference !== inference) return;
+      this.inference = undefined;
+      for (const slot of this.slots) slot.connected = false;
+      if (this.closed) return;
+      // Edits that were waiting on it have failed (their ports closed); later ones get a new thread.
+      this.logger.warn({ code }, "the inference thread exited; starting a new one");
+      if (usesModels(this.options)) for (const slot of this.slots) this.connectInference(slot);
+    });
+    this.inference = inference;
+    return inference;
   }
 
   private configure(slot: Slot, options: EngineWorkerOptions): Promise<void> {

@@ -1,6 +1,8 @@
+import type { MessagePort } from "node:worker_threads";
 import type { ImageEngineOptions } from "./engine";
 import type { EditRequest, EditResult } from "./engine.ports";
 import type { EngineFailureReason } from "./engine-error";
+import type { OnnxModelSpec } from "./onnx-runner";
 
 /**
  * The messages between the engine pool and its threads, in one place so that
@@ -16,9 +18,14 @@ export type WorkerRequest = Omit<EditRequest, "image" | "mask" | "signal"> & { i
 export type WorkerMessage =
   | { kind: "edit"; id: number; request: WorkerRequest }
   | { kind: "cancel"; id: number }
-  | { kind: "configure"; options: EngineWorkerOptions };
+  | { kind: "configure"; options: EngineWorkerOptions }
+  /** The port to the pool's inference thread (again after that thread was restarted). */
+  | { kind: "inference"; port: MessagePort };
 
 export type WorkerReply =
   | { kind: "edited"; id: number; ok: true; result: Omit<EditResult, "image"> & { image: Uint8Array } }
   | { kind: "edited"; id: number; ok: false; error: { message: string; reason?: EngineFailureReason } }
   | { kind: "configured"; ok: boolean; error?: string };
+
+/** What the pool tells its inference thread directly; engine threads reach it through their ports. */
+export type InferenceMessage = { kind: "connect"; port: MessagePort } | { kind: "retain"; keep: OnnxModelSpec[] };

@@ -18,6 +18,7 @@ import { SharpCatalogEditor } from "./generative-editor.sharp";
 import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, encodeImage } from "./image-codec";
 import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
+import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
 import { routePrompt } from "./prompt-router";
 import { throwIfCancelled } from "./work-checkpoint";
@@ -27,13 +28,11 @@ export interface BackgroundModelOptions {
   path: string;
   /** Input normalisation and size family; default: guessed from the file name. */
   kind?: SaliencyModelKind;
-  /** Input side for models with symbolic height and width. */
+  /** Input side: fed to models with symbolic height and width; a fixed-size model is resized to it. */
   inputSize?: number;
   /** Per-channel normalisation (RGB in 0..1); default: the kind's. */
   mean?: [number, number, number];
   std?: [number, number, number];
-  /** onnxruntime threads per inference. Default 1. */
-  threads?: number;
 }
 
 export interface ImageEngineOptions {
@@ -50,6 +49,8 @@ export interface ImageEngineOptions {
   /** Parts of the built-in object remover. */
   detector?: ObjectDetector;
   inpainter?: Inpainter;
+  /** Where ONNX models run. Default: one runner per thread; the engine pool lends its inference thread's. */
+  onnxRunner?: OnnxRunner;
 }
 
 /**
@@ -66,7 +67,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
         inputSize: modelOptions.inputSize,
         mean: modelOptions.mean,
         std: modelOptions.std,
-        threads: modelOptions.threads,
+        runner: options.onnxRunner,
       })
     : undefined;
   const backgroundRemover = options.backgroundRemover ?? onnxRemover ?? new ClassicalBackgroundRemover();

@@ -2,11 +2,14 @@ import { parentPort, workerData } from "node:worker_threads";
 import { createImageEngine } from "./engine";
 import { isEngineError } from "./engine-error";
 import type { EngineWorkerOptions, WorkerMessage, WorkerReply } from "./engine-worker.protocol";
+import { RemoteOnnxRunner } from "./onnx-runner.remote";
 
 /** One engine thread: edits one image at a time for the pool. */
 if (parentPort) {
   const port = parentPort;
-  let engine = createImageEngine(workerData as EngineWorkerOptions);
+  // Models run in the pool's inference thread, shared by every engine thread.
+  const onnxRunner = new RemoteOnnxRunner();
+  let engine = createImageEngine({ ...(workerData as EngineWorkerOptions), onnxRunner });
   // Load the detector (and any ONNX model) while the thread waits for its first edit.
   let warm = Promise.resolve(engine.warmUp?.()).catch(() => {
     // A model that fails to load fails the edits that need it, with their refund.
@@ -18,10 +21,14 @@ if (parentPort) {
       running.get(message.id)?.abort();
       return;
     }
+    if (message.kind === "inference") {
+      onnxRunner.connect(message.port);
+      return;
+    }
     if (message.kind === "configure") {
       // The new engine loads beside the current one, which keeps editing until the swap.
       try {
-        const next = createImageEngine(message.options);
+        const next = createImageEngine({ ...message.options, onnxRunner });
         await next.warmUp?.();
         engine = next;
         warm = Promise.resolve();

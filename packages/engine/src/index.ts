@@ -34,7 +34,7 @@ export {
   type Workflow,
 } from "./engine.ports";
 export { EngineError, type EngineFailureReason, isEngineError } from "./engine-error";
-export { EnginePool, type PoolLogger } from "./engine-pool";
+export { EnginePool, type EnginePoolOptions, type PoolLogger } from "./engine-pool";
 export type { EngineWorkerOptions } from "./engine-worker.protocol";
 export { CATALOG, type EditStep, parseInstructions } from "./generative-catalog";
 export { SharpCatalogEditor } from "./generative-editor.sharp";
@@ -69,6 +69,7 @@ export {
 } from "./models/model-catalog";
 export { checkFile, type DownloadProgress, downloadModel, downloadUrls } from "./models/model-download";
 export { isModelError, ModelError, type ModelFailureReason } from "./models/model-error";
+export { declaredInputSize, resizeModelInput } from "./models/model-input-size";
 export {
   ModelLibrary,
   type ModelState,
@@ -78,5 +79,14 @@ export {
 } from "./models/model-library";
 export { HumanObjectDetector, type HumanObjectDetectorOptions } from "./object-detector.human";
 export { type DetectAndInpaintOptions, DetectAndInpaintRemover } from "./object-removal";
+export {
+  type FloatTensor,
+  LocalOnnxRunner,
+  type LocalOnnxRunnerOptions,
+  type OnnxModelInfo,
+  type OnnxModelSpec,
+  type OnnxRunner,
+  sharedOnnxRunner,
+} from "./onnx-runner";
 export { type PatchInpainterOptions, PatchMatchInpainter } from "./patch-inpainter";
 export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompt-router";

