@@ -33,7 +33,7 @@ import {
 import { timed } from "./bench-timing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const fixtures = path.join(here, "..", "test", "engine", "fixtures");
+const fixtures = path.join(here, "..", "test", "fixtures");
 const workDirectory = path.join(os.tmpdir(), "retouch-bench");
 
 interface Case {

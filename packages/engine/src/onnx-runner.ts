@@ -1,5 +1,7 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
+import v8 from "node:v8";
+import { runInNewContext } from "node:vm";
 import type { InferenceSession } from "onnxruntime-node";
 import { EngineError } from "./engine-error";
 import { declaredInputSize, resizeModelInput } from "./models/model-input-size";
@@ -126,10 +128,7 @@ export class LocalOnnxRunner implements OnnxRunner {
   private async create(spec: OnnxModelSpec): Promise<InferenceSession> {
     const ort = await import("onnxruntime-node");
     try {
-      const file = new Uint8Array(await readFile(spec.path));
-      // A model with symbolic height and width takes any size as it is; a fixed-size one is resized.
-      const model = spec.inputSize && declaredInputSize(file) ? resizeModelInput(file, spec.inputSize) : file;
-      return await ort.InferenceSession.create(model, {
+      const options: InferenceSession.SessionOptions = {
         intraOpNumThreads: this.threads,
         interOpNumThreads: 1,
         graphOptimizationLevel: "all",
@@ -141,11 +140,40 @@ export class LocalOnnxRunner implements OnnxRunner {
         enableMemPattern: false,
         // Warnings only: a resized graph makes onnxruntime say, per tensor, that it re-inferred a shape.
         logSeverityLevel: 3,
-      });
+      };
+      const source = await this.modelSource(spec);
+      const session =
+        typeof source === "string"
+          ? await ort.InferenceSession.create(source, options)
+          : await ort.InferenceSession.create(source, options);
+      // The model's bytes, read and resized here, are garbage now: a few hundred MB that V8 would keep
+      // until some later collection, through the forward passes, since those allocate almost no JavaScript.
+      collectGarbage();
+      return session;
     } catch (error) {
       throw new EngineError("model_failed", `The model ${spec.path} could not be loaded: ${describe(error)}`, { cause: error });
     }
   }
+
+  /** A path for onnxruntime to read, or for a fixed-size model resized to `inputSize`, the new bytes. */
+  private async modelSource(spec: OnnxModelSpec): Promise<string | Uint8Array> {
+    if (!spec.inputSize) return spec.path;
+    const file = new Uint8Array(await readFile(spec.path));
+    // A model with symbolic height and width takes any size as it is.
+    return declaredInputSize(file) ? resizeModelInput(file, spec.inputSize) : spec.path;
+  }
+}
+
+/**
+ * A full garbage collection now. Node gives no API for it without the
+ * --expose-gc flag, which a library cannot ask of its host; the flag can be
+ * set at run time and `gc` taken from a new context (Jest's --logHeapUsage
+ * does the same).
+ */
+function collectGarbage(): void {
+  v8.setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as (() => void) | undefined;
+  gc?.();
 }
 
 function describe(error: unknown): string {
