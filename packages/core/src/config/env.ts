@@ -185,6 +185,8 @@ export interface Config {
     catalog: ModelCatalog;
     /** The catalog model for background removal: RETOUCH_BACKGROUND_MODEL's name or the default; undefined when it is a path. */
     background: string | undefined;
+    /** The input side to run it at (RETOUCH_BACKGROUND_MODEL_SIZE); default: the catalog's. */
+    backgroundSize: number | undefined;
   };
 }
 
@@ -226,10 +228,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     );
   } else if (backgroundModelPath && !existsSync(backgroundModelPath)) {
     problems.push(`RETOUCH_BACKGROUND_MODEL: no file at ${backgroundModelPath}`);
-  } else if (backgroundEntry && (defined.RETOUCH_BACKGROUND_MODEL_KIND || defined.RETOUCH_BACKGROUND_MODEL_SIZE)) {
-    problems.push(
-      "RETOUCH_BACKGROUND_MODEL_KIND and _SIZE apply only to a model given by path: the catalog knows its models' input",
-    );
+  } else if (backgroundEntry && defined.RETOUCH_BACKGROUND_MODEL_KIND) {
+    problems.push("RETOUCH_BACKGROUND_MODEL_KIND applies only to a model given by path: the catalog knows its models' input");
   }
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const e = result.data;
@@ -277,6 +277,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       download: e.RETOUCH_MODEL_DOWNLOAD !== "off",
       catalog,
       background: backgroundModelPath ? undefined : (backgroundSetting ?? catalog.defaults.background),
+      backgroundSize: backgroundModelPath ? undefined : e.RETOUCH_BACKGROUND_MODEL_SIZE,
     },
   };
 }

@@ -31,9 +31,10 @@ export function imageEngineOptions(config: Pick<Config, "maxImagePixels" | "back
 }
 
 /** The engine options for a catalog background model stored at `file`. */
-export function catalogModelOptions(entry: ModelEntry, file: string): BackgroundModelOptions {
+export function catalogModelOptions(entry: ModelEntry, file: string, size?: number): BackgroundModelOptions {
   if (entry.task !== "background") throw new Error(`${entry.name} is not a background-removal model`);
-  return { path: file, kind: entry.input.kind, inputSize: entry.input.size, mean: entry.input.mean, std: entry.input.std };
+  const { kind, mean, std } = entry.input;
+  return { path: file, kind, inputSize: size ?? entry.input.runSize ?? entry.input.size, mean, std };
 }
 
 /**
@@ -68,7 +69,7 @@ export class ModelProvisioner {
       const status = await this.library.status(name);
       if (status.state === "installed") {
         this.background = name;
-        options.backgroundModel = catalogModelOptions(status.entry, status.path);
+        options.backgroundModel = catalogModelOptions(status.entry, status.path, config.models.backgroundSize);
       } else {
         this.missing = status.entry;
       }
@@ -146,7 +147,10 @@ export class ModelProvisioner {
         },
         "model downloaded and verified",
       );
-      await activate({ ...imageEngineOptions(config), backgroundModel: catalogModelOptions(entry, result.path) });
+      await activate({
+        ...imageEngineOptions(config),
+        backgroundModel: catalogModelOptions(entry, result.path, config.models.backgroundSize),
+      });
       this.background = entry.name;
       this.missing = undefined;
       this.logActive("background model switched: active models");
