@@ -11,7 +11,7 @@
  *     pnpm quality [--threads N] [--size N] [PHOTO ...]
  *
  * --threads: onnxruntime threads per inference (default: every core, as the service's
- * inference thread). --size: IS-Net's input side (default 1024, as published; the
+ * inference thread). --size: IS-Net's input side (default 768, as the service runs it; 1024 as published; the
  * model is resized for other multiples of 32, see src/models/model-input-size.ts).
  */
 import os from "node:os";
@@ -22,7 +22,7 @@ import { LocalOnnxRunner } from "../src/onnx-runner";
 import { cutOut, loadMatte, loadPhoto, median, REAL_PHOTOS, type Score, score, type Verdict } from "../test/real-photos.fixture";
 
 const { values, positionals } = parseArgs({
-  options: { threads: { type: "string", default: String(os.availableParallelism()) }, size: { type: "string", default: "1024" } },
+  options: { threads: { type: "string", default: String(os.availableParallelism()) }, size: { type: "string", default: "768" } },
   allowPositionals: true,
 });
 const threads = Number(values.threads);

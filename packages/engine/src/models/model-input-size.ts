@@ -186,6 +186,53 @@ function encodeValueInfo(info: ValueInfo): number[] {
   return [...lengthDelimited(1, new TextEncoder().encode(info.name)), ...lengthDelimited(2, lengthDelimited(1, tensorType))];
 }
 
+/**
+ * The constant target sizes of the graph's Resize nodes (Concat(Shape-derived N and C, Constant [H, W])),
+ * where they lie in `bytes`. Throws when a Resize has a target size of another form: scaling the rest
+ * would leave it behind.
+ */
+function resizeTargets(bytes: Uint8Array, graph: Pick<Field, "valueStart" | "valueEnd">): { start: number; values: number[] }[] {
+  const nodes = fields(bytes, graph.valueStart, graph.valueEnd)
+    .filter((field) => field.number === GRAPH.node)
+    .map((field) => parseNode(bytes, field));
+  const producer = new Map<string, ParsedNode>();
+  for (const node of nodes) for (const output of node.outputs) producer.set(output, node);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const targets = new Map<ParsedNode, { start: number; values: number[] }>();
+  for (const node of nodes) {
+    if (node.opType !== "Resize" || !node.inputs[3]) continue; // Resizes by scales follow their input.
+    const concat = producer.get(node.inputs[3]);
+    const constant =
+      concat?.opType === "Concat"
+        ? concat.inputs
+            .map((input) => producer.get(input))
+            .find((part) => part?.opType === "Constant" && part.int64Raw?.count === 2)
+        : undefined;
+    if (!constant?.int64Raw) throw new Error("a Resize's target size is not a constant this can scale");
+    const { start } = constant.int64Raw;
+    targets.set(constant, { start, values: [0, 1].map((index) => Number(view.getBigInt64(start + index * 8, true))) });
+  }
+  return [...targets.values()];
+}
+
+/** The spatial sizes (dims 2 and 3 of 4-d shapes) the graph's inputs and outputs declare. */
+function declaredSizes(bytes: Uint8Array, graph: Pick<Field, "valueStart" | "valueEnd">): number[] {
+  return fields(bytes, graph.valueStart, graph.valueEnd)
+    .filter((field) => field.number === GRAPH.input || field.number === GRAPH.output)
+    .flatMap((field) => {
+      const dims = readValueInfo(bytes, field).dims;
+      return dims?.length === 4 ? dims.slice(2).filter((dim): dim is number => typeof dim === "number") : [];
+    });
+}
+
+function greatestCommonDivisor(a: number, b: number): number {
+  return b === 0 ? a : greatestCommonDivisor(b, a % b);
+}
+
+function leastCommonMultiple(a: number, b: number): number {
+  return (a / greatestCommonDivisor(a, b)) * b;
+}
+
 export interface DeclaredInput {
   height: number;
   width: number;
@@ -215,13 +262,13 @@ export function resizeModelInput(model: Uint8Array, size: number): Uint8Array {
   const from = declared.height;
   if (from === size) return model;
 
-  const scale = (value: number, what: string) => {
-    const scaled = (value * size) / from;
-    if (!Number.isInteger(scaled)) {
-      throw new Error(`${what} ${value} does not scale to a whole number at input size ${size} (use a multiple of 32)`);
-    }
-    return scaled;
-  };
+  // Every size in the graph must scale to a whole number: the sizes allowed are the multiples of a step.
+  const sizes = [...resizeTargets(model, graphField).flatMap((target) => target.values), ...declaredSizes(model, graphField)];
+  const step = sizes.reduce((lcm, value) => leastCommonMultiple(lcm, from / greatestCommonDivisor(from, value)), 1);
+  if (size % step !== 0) {
+    throw new Error(`the model runs only at input sizes that are multiples of ${step} (${size} is not; ${from} as published)`);
+  }
+  const scale = (value: number) => (value * size) / from;
 
   // The graph is rebuilt without value_info (shape hints of intermediate tensors, now stale) and with its
   // inputs' and outputs' declared sizes scaled; every other field is copied as it is.
@@ -233,7 +280,7 @@ export function resizeModelInput(model: Uint8Array, size: number): Uint8Array {
     if (field.number === GRAPH.input || field.number === GRAPH.output) {
       const info = readValueInfo(model, field);
       const dims = info.dims?.map((dim, index) =>
-        (index === 2 || index === 3) && typeof dim === "number" && info.dims?.length === 4 ? scale(dim, "a declared size") : dim,
+        (index === 2 || index === 3) && typeof dim === "number" && info.dims?.length === 4 ? scale(dim) : dim,
       );
       bytes = new Uint8Array(lengthDelimited(field.number, encodeValueInfo({ ...info, dims })));
     }
@@ -254,33 +301,11 @@ export function resizeModelInput(model: Uint8Array, size: number): Uint8Array {
   }
   out.set(after, position);
 
-  const nodes = fields(out, graphStart, graphStart + graphLength)
-    .filter((field) => field.number === GRAPH.node)
-    .map((field) => parseNode(out, field));
-  const producer = new Map<string, ParsedNode>();
-  for (const node of nodes) for (const output of node.outputs) producer.set(output, node);
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  const patched = new Set<ParsedNode>();
-  let resizes = 0;
-  for (const node of nodes) {
-    if (node.opType !== "Resize") continue;
-    resizes++;
-    const sizes = producer.get(node.inputs[3] ?? "");
-    const constants = sizes?.opType === "Concat" ? sizes.inputs.map((input) => producer.get(input)) : [];
-    const spatial = constants.find((candidate) => candidate?.opType === "Constant" && candidate.int64Raw?.count === 2);
-    if (!spatial?.int64Raw) {
-      // A Resize driven by scales (or by a computed size) follows the input by itself.
-      continue;
-    }
-    if (patched.has(spatial)) continue;
-    patched.add(spatial);
-    for (let i = 0; i < 2; i++) {
-      const offset = spatial.int64Raw.start + i * 8;
-      const value = Number(view.getBigInt64(offset, true));
-      view.setBigInt64(offset, BigInt(scale(value, "a Resize target size")), true);
+  for (const target of resizeTargets(out, { valueStart: graphStart, valueEnd: graphStart + graphLength })) {
+    for (const [index, value] of target.values.entries()) {
+      view.setBigInt64(target.start + index * 8, BigInt(scale(value)), true);
     }
   }
-  if (resizes > 0 && patched.size === 0) throw new Error("the model's Resize sizes are not constants this can scale");
-
   return out;
 }
