@@ -78,6 +78,26 @@ export async function toWorkingResolution(image: RgbaImage, maxSide: number): Pr
 
 /** Steps 1 to 4 on an image already at working resolution. */
 export function segmentForeground(work: RgbaImage): Uint8Array {
+  return analyseForeground(work).mask;
+}
+
+/** What the segmenter measured on its way to the mask, for judging the result. */
+export interface ForegroundAnalysis {
+  /** 255 = foreground, 0 = background. */
+  mask: Uint8Array;
+  /** Per pixel, delta E from the background model. */
+  distance: Float32Array;
+  /** Robust spread (delta E) of the border around the background model. */
+  noise: number;
+  /** Below this distance a pixel may be background; above `far`, it is surely foreground. */
+  near: number;
+  far: number;
+  /** Marker per pixel: 0 unknown (left to the watershed), 1 background, 2 foreground. */
+  markers: Uint8Array;
+}
+
+/** Steps 1 to 4, keeping the measurements. */
+export function analyseForeground(work: RgbaImage): ForegroundAnalysis {
   const { width, height } = work;
   const pixels = width * height;
   const lab = imageToLab(work);
@@ -99,7 +119,8 @@ export function segmentForeground(work: RgbaImage): Uint8Array {
   const far = Math.max(2.2 * near, 20);
   const markers = placeMarkers(work, distance, near, far);
   const gradient = labGradient(lab, width, height);
-  return watershed(markers, gradient, width, height);
+  const mask = watershed(markers, gradient, width, height);
+  return { mask, distance, noise: model.noise, near, far, markers };
 }
 
 interface BackgroundModel {
@@ -321,8 +342,10 @@ function watershed(markers: Uint8Array, gradient: Uint8Array, width: number, hei
       push(n, Math.max(level, gradient[n] ?? 0));
     }
   };
-  for (let i = 0; i < pixels; i++) if (labels[i] !== UNKNOWN) queued[i] = 1;
-  for (let i = 0; i < pixels; i++) if (labels[i] !== UNKNOWN) visitNeighbours(i, gradient[i] ?? 0);
+  for (let i = 0; i < pixels; i++) if (markers[i] !== UNKNOWN) queued[i] = 1;
+  // From the markers only: `labels` gains the neighbours as they are queued, and
+  // visiting those here would sweep the flood through unknown pixels in raster order.
+  for (let i = 0; i < pixels; i++) if (markers[i] !== UNKNOWN) visitNeighbours(i, gradient[i] ?? 0);
   for (let level = 0; level < 256; level++) {
     while (heads[level] !== -1) {
       const index = heads[level] ?? -1;

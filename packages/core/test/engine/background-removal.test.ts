@@ -9,7 +9,7 @@ import type { RgbaImage } from "../../src/engine/engine.ports";
 import { EngineError } from "../../src/engine/engine-error";
 import { decodeImage } from "../../src/engine/image-codec";
 import { redSaliencyModel } from "./onnx-model.builder";
-import { alphaOf, iou, productScenes, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
+import { alphaOf, iou, productScenes, redBallAndBlueBox, type Scene, studioProductShot } from "./synthetic-scenes.fixture";
 
 function edgeErrors(alpha: Uint8Array, scene: Scene): { soft: number; hard: number } {
   // Mean absolute alpha error on the truth's edge pixels (partly covered ones),
@@ -42,6 +42,16 @@ describe("ClassicalBackgroundRemover", () => {
     const scores = scenes.map((scene) => iou(alphaOf(outputs.get(scene.name) as RgbaImage), scene.truth));
     for (const score of scores) expect(score).toBeGreaterThan(0.97);
     expect(scores.reduce((a, b) => a + b, 0) / scores.length).toBeGreaterThan(0.99);
+  });
+
+  it("leaves the soft contact shadow of a studio shot out of the cut-out", async () => {
+    const shot = await studioProductShot(240);
+    const alpha = alphaOf(await remover.removeBackground(await decodeImage(shot.jpeg), {}));
+    expect(iou(alpha, shot.truth)).toBeGreaterThan(0.97);
+    // Just under the bottle, where the shadow is darkest (a fifth darker than the sweep).
+    const underBottle = Math.round(0.89 * shot.height) * shot.width + Math.round(0.63 * shot.height);
+    expect(shot.truth[underBottle]).toBe(0);
+    expect(alpha[underBottle]).toBe(0);
   });
 
   it("makes the hole of a ring transparent but keeps a small background-coloured label opaque", () => {

@@ -53,22 +53,22 @@ describe("the classical segmenter on real photographs (a baseline, not a goal)",
   // 12 improves on: when the classical path changes (refusing the photos it cannot
   // cut out, say), this record is updated with it. Refusals count as IoU 0.
   const RECORDED: Record<string, number> = {
-    astronaut: 0.69,
-    "grace-hopper": 0.616,
-    cameraman: 0.504,
-    cat: 0.105,
-    dog: 0.098,
-    raccoon: 0.319,
-    squirrel: 0.214,
-    butterfly: 0.629,
-    coffee: 0.494,
-    apple: 0.912,
-    dahlia: 0.941,
-    "potted-plant": 0.388,
+    astronaut: 0.691,
+    "grace-hopper": 0.578,
+    cameraman: 0.458,
+    cat: 0.103,
+    dog: 0.094,
+    raccoon: 0.442,
+    squirrel: 0.224,
+    butterfly: 0.683,
+    coffee: 0.44,
+    apple: 0.965,
+    dahlia: 0.958,
+    "potted-plant": 0.404,
     "fallen-leaf": 0.162,
-    motorcycle: 0.38,
-    boats: 0.335,
-    pagoda: 0.33,
+    motorcycle: 0.384,
+    boats: 0.259,
+    pagoda: 0.327,
   };
 
   it("answers every photo, and erases most of the frame-filling cat and dog", async () => {
@@ -78,14 +78,15 @@ describe("the classical segmenter on real photographs (a baseline, not a goal)",
 
     expect(Object.keys(measured).sort()).toEqual(Object.keys(RECORDED).sort());
     for (const [name, iou] of Object.entries(RECORDED)) expect(measured[name], name).toBeCloseTo(iou, 1);
-    // Badly wrong today: nine of sixteen under 0.45 (and the coffee cup at 0.49), among
-    // them the cat and the dog, of which it keeps about a tenth.
+    // Badly wrong today: ten of sixteen under 0.45, among them the cat and the dog, of
+    // which it keeps about a tenth.
     const failed = Object.entries(measured)
       .filter(([, iou]) => iou < 0.45)
       .map(([name]) => name);
     expect(failed.sort()).toEqual([
       "boats",
       "cat",
+      "coffee",
       "dog",
       "fallen-leaf",
       "motorcycle",

@@ -227,6 +227,23 @@ export async function productScenes(size = 240, only?: number[]): Promise<Scene[
   return Promise.all(rendered.map(toScene));
 }
 
+/**
+ * A product shot as a studio takes it: a bottle on a paper sweep that darkens
+ * towards the bottom and the corners, a soft contact shadow under it (not part
+ * of the truth) and sensor noise.
+ */
+export async function studioProductShot(size = 240): Promise<Scene> {
+  const w = Math.round(size * 1.25);
+  const bottle = union(roundedRect(0.47, 0.34, 0.78, 0.86, 0.06), roundedRect(0.57, 0.12, 0.68, 0.4, 0.02));
+  const sweep: Colour = (x, y) => {
+    const light = 246 - 30 * y ** 2 - 18 * ((x - 0.62) / 0.62) ** 2;
+    // The shadow: up to a fifth darker, fading over a few percent of the frame.
+    const shadow = 0.2 * Math.exp(-(((x - 0.63) / 0.22) ** 2) - ((y - 0.87) / 0.05) ** 2);
+    return [light * (1 - shadow), (light - 3) * (1 - shadow), (light - 8) * (1 - shadow)];
+  };
+  return toScene(render("bottle on a studio sweep", w, size, bottle, shaded([30, 110, 120], 6), sweep, 3, 21));
+}
+
 /** Intersection over union of two masks thresholded at 50%. */
 export function iou(alpha: Uint8Array, truth: Uint8Array): number {
   let intersection = 0;
