@@ -3,13 +3,27 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ClassicalBackgroundRemover } from "../../src/engine/background-removal.classical";
+import {
+  analyseForeground,
+  ClassicalBackgroundRemover,
+  toWorkingResolution,
+} from "../../src/engine/background-removal.classical";
 import { inferModelKind, OnnxBackgroundRemover } from "../../src/engine/background-removal.onnx";
+import { judgePlausibility } from "../../src/engine/background-removal.plausibility";
 import type { RgbaImage } from "../../src/engine/engine.ports";
 import { EngineError } from "../../src/engine/engine-error";
 import { decodeImage } from "../../src/engine/image-codec";
+import { BUILT_IN_CATALOG } from "../../src/engine/models/model-catalog";
 import { redSaliencyModel } from "./onnx-model.builder";
-import { alphaOf, iou, productScenes, redBallAndBlueBox, type Scene, studioProductShot } from "./synthetic-scenes.fixture";
+import {
+  alphaOf,
+  frameFillingAnimal,
+  iou,
+  productScenes,
+  redBallAndBlueBox,
+  type Scene,
+  studioProductShot,
+} from "./synthetic-scenes.fixture";
 
 function edgeErrors(alpha: Uint8Array, scene: Scene): { soft: number; hard: number } {
   // Mean absolute alpha error on the truth's edge pixels (partly covered ones),
@@ -140,6 +154,47 @@ describe("ClassicalBackgroundRemover", () => {
     controller.abort();
     const image = await decodeImage((scenes[0] as Scene).jpeg);
     await expect(remover.removeBackground(image, { signal: controller.signal })).rejects.toMatchObject({ reason: "cancelled" });
+  });
+});
+
+describe("the classical segmenter's plausibility check", () => {
+  const remover = new ClassicalBackgroundRemover();
+
+  async function verdictOn(scene: Scene) {
+    const work = await toWorkingResolution(await decodeImage(scene.jpeg), 800);
+    return judgePlausibility(analyseForeground(work), work.width, work.height);
+  }
+
+  it("answers a plain product shot, with a clean cut-out", async () => {
+    const shot = await studioProductShot(480);
+    const alpha = alphaOf(await remover.removeBackground(await decodeImage(shot.jpeg), {}));
+    expect(iou(alpha, shot.truth)).toBeGreaterThan(0.97);
+    const { plausible, measures } = await verdictOn(shot);
+    expect(plausible).toBe(true);
+    // Well inside every bound (agreement >= 0.8, border coherence >= 0.85, dominance >= 0.5).
+    expect(measures).toMatchObject({ dominance: 1, borderContact: 0 });
+    expect(measures.agreement).toBeGreaterThan(0.95);
+    expect(measures.borderCoherence).toBeGreaterThan(0.99);
+  });
+
+  it("refuses a frame-filling subject with model_unavailable, saying which model to pull", async () => {
+    const animal = await frameFillingAnimal(480);
+    const image = await decodeImage(animal.jpeg);
+    const error = await remover.removeBackground(image, {}).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(EngineError);
+    expect(error).toMatchObject({ reason: "model_unavailable" });
+    const model = BUILT_IN_CATALOG.defaults.background ?? "";
+    expect(model).not.toBe("");
+    expect((error as EngineError).message).toContain(`pnpm retouch models pull ${model}`);
+    expect((error as EngineError).message).toMatch(/scattered pieces/);
+
+    // What it refused: the eyes and the nose, about 6% of an animal that fills the frame.
+    const unchecked = new ClassicalBackgroundRemover({ plausibilityCheck: false });
+    const alpha = alphaOf(await unchecked.removeBackground(image, {}));
+    expect(iou(alpha, animal.truth)).toBeLessThan(0.1);
+    const { broken, measures } = await verdictOn(animal);
+    expect(broken.map((bound) => bound.measure)).toEqual(expect.arrayContaining(["agreement", "borderCoherence", "dominance"]));
+    expect(measures.dominance).toBeLessThan(0.5);
   });
 });
 
