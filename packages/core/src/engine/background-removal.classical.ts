@@ -64,6 +64,12 @@ export class ClassicalBackgroundRemover implements BackgroundRemover {
     return cutOut(image, alpha, colours, checkpoint);
   }
 
+  /** The plausibility check's verdict on a picture, without cutting it out (for measuring the check). */
+  async assess(image: RgbaImage): Promise<PlausibilityVerdict> {
+    const work = await toWorkingResolution(image, this.workingSize);
+    return judgePlausibility(analyseForeground(work), work.width, work.height);
+  }
+
   /**
    * The binary segmentation at working resolution. Throws `nothing_detected`
    * when nothing stands out, and `model_unavailable` when the result fails

@@ -3,13 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
-import {
-  analyseForeground,
-  ClassicalBackgroundRemover,
-  toWorkingResolution,
-} from "../../src/engine/background-removal.classical";
+import { ClassicalBackgroundRemover } from "../../src/engine/background-removal.classical";
 import { inferModelKind, OnnxBackgroundRemover } from "../../src/engine/background-removal.onnx";
-import { judgePlausibility } from "../../src/engine/background-removal.plausibility";
 import type { RgbaImage } from "../../src/engine/engine.ports";
 import { EngineError } from "../../src/engine/engine-error";
 import { decodeImage } from "../../src/engine/image-codec";
@@ -160,10 +155,7 @@ describe("ClassicalBackgroundRemover", () => {
 describe("the classical segmenter's plausibility check", () => {
   const remover = new ClassicalBackgroundRemover();
 
-  async function verdictOn(scene: Scene) {
-    const work = await toWorkingResolution(await decodeImage(scene.jpeg), 800);
-    return judgePlausibility(analyseForeground(work), work.width, work.height);
-  }
+  const verdictOn = async (scene: Scene) => remover.assess(await decodeImage(scene.jpeg));
 
   it("answers a plain product shot, with a clean cut-out", async () => {
     const shot = await studioProductShot(480);
