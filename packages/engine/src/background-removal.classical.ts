@@ -1,9 +1,11 @@
 import { cutOut, matteFromSegmentation } from "./alpha-matting";
+import { judgePlausibility, type PlausibilityVerdict } from "./background-removal.plausibility";
 import { imageToLab } from "./colour-space";
 import type { BackgroundRemover, RgbaImage, WorkContext } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { resizeRgba } from "./image-codec";
 import { boxBlur, copyBytes, labelComponents } from "./mask-ops";
+import { BUILT_IN_CATALOG } from "./models/model-catalog";
 import { createCheckpoint } from "./work-checkpoint";
 
 /**
@@ -22,10 +24,19 @@ import { createCheckpoint } from "./work-checkpoint";
  *    between, so the boundary falls on the strongest edge.
  * 5. `alpha-matting.ts` makes the edge soft at full resolution and removes the
  *    background colour bleeding into edge pixels.
+ *
+ * Before step 5 the result is judged (`background-removal.plausibility.ts`):
+ * a picture that is not product-style is refused with `model_unavailable`
+ * rather than answered with a wrong cut-out.
  */
 export interface ClassicalSegmenterOptions {
   /** Long side of the working resolution; the mask is upsampled from it. */
   workingSize?: number;
+  /**
+   * false: answer every picture, plausible or not, as before the check existed.
+   * Only for measuring the check itself (`pnpm quality`); default true.
+   */
+  plausibilityCheck?: boolean;
 }
 
 export interface Segmentation {
@@ -39,9 +50,11 @@ const DEFAULT_WORKING_SIZE = 800;
 
 export class ClassicalBackgroundRemover implements BackgroundRemover {
   private readonly workingSize: number;
+  private readonly plausibilityCheck: boolean;
 
   constructor(options: ClassicalSegmenterOptions = {}) {
     this.workingSize = options.workingSize ?? DEFAULT_WORKING_SIZE;
+    this.plausibilityCheck = options.plausibilityCheck ?? true;
   }
 
   async removeBackground(image: RgbaImage, context: WorkContext): Promise<RgbaImage> {
@@ -51,23 +64,46 @@ export class ClassicalBackgroundRemover implements BackgroundRemover {
     return cutOut(image, alpha, colours, checkpoint);
   }
 
-  /** The binary segmentation at working resolution (also used to refine detections). */
+  /** The plausibility check's verdict on a picture, without cutting it out (for measuring the check). */
+  async assess(image: RgbaImage): Promise<PlausibilityVerdict> {
+    const work = await toWorkingResolution(image, this.workingSize);
+    return judgePlausibility(analyseForeground(work), work.width, work.height);
+  }
+
+  /**
+   * The binary segmentation at working resolution. Throws `nothing_detected`
+   * when nothing stands out, and `model_unavailable` when the result fails
+   * the plausibility check.
+   */
   async segment(image: RgbaImage, context: WorkContext): Promise<Segmentation> {
     const checkpoint = createCheckpoint(context.signal);
     const work = await toWorkingResolution(image, this.workingSize);
     await checkpoint();
-    const mask = segmentForeground(work);
+    const analysis = analyseForeground(work);
     await checkpoint();
+    const { mask } = analysis;
     let foreground = 0;
     for (let i = 0; i < mask.length; i++) if (mask[i] === 255) foreground++;
     if (foreground < mask.length * 0.001) {
       throw new EngineError("nothing_detected", "No object stands out from the background: the image looks empty.");
     }
-    if (foreground > mask.length * 0.995) {
-      throw new EngineError("nothing_detected", "No plain background was found around the subject.");
+    if (this.plausibilityCheck) {
+      const verdict = judgePlausibility(analysis, work.width, work.height);
+      if (!verdict.plausible) throw needsModel(verdict);
     }
     return { work, mask };
   }
+}
+
+function needsModel(verdict: PlausibilityVerdict): EngineError {
+  const model = BUILT_IN_CATALOG.defaults.background;
+  const reasons = verdict.broken.map((bound) => bound.meaning).join("; ");
+  return new EngineError(
+    "model_unavailable",
+    `This picture needs a learned background model, which is not installed. Without one, only product-style pictures ` +
+      `(an object on a plain or smoothly lit backdrop) are cut out, and here ${reasons}. ` +
+      `An operator installs the model with \`pnpm retouch models pull ${model}\`.`,
+  );
 }
 
 export async function toWorkingResolution(image: RgbaImage, maxSide: number): Promise<RgbaImage> {
@@ -76,36 +112,43 @@ export async function toWorkingResolution(image: RgbaImage, maxSide: number): Pr
   return resizeRgba(image, Math.max(1, Math.round(image.width * scale)), Math.max(1, Math.round(image.height * scale)));
 }
 
-/** Steps 1 to 4 on an image already at working resolution. */
-export function segmentForeground(work: RgbaImage): Uint8Array {
+/** What the segmenter measured on its way to the mask, for judging the result. */
+export interface ForegroundAnalysis {
+  /** 255 = foreground, 0 = background. */
+  mask: Uint8Array;
+  /** The image in CIELAB, 3 floats per pixel. */
+  lab: Float32Array;
+  /** The background model fitted to the border. */
+  background: BackgroundModel;
+  /** Width in pixels of the border band the model was fitted to. */
+  borderBand: number;
+  /** Delta E from the model below which a pixel may be background, and beyond which it is surely not. */
+  near: number;
+  far: number;
+}
+
+/** Steps 1 to 4 on an image already at working resolution, keeping what they measured. */
+export function analyseForeground(work: RgbaImage): ForegroundAnalysis {
   const { width, height } = work;
-  const pixels = width * height;
   const lab = imageToLab(work);
   const model = fitBackgroundModel(lab, width, height);
-  const distance = new Float32Array(pixels);
-  const predicted = new Float32Array(3);
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      const i = y * width + x;
-      model.predict(x, y, predicted);
-      const dl = (lab[i * 3] ?? 0) - (predicted[0] ?? 0);
-      const da = (lab[i * 3 + 1] ?? 0) - (predicted[1] ?? 0);
-      const db = (lab[i * 3 + 2] ?? 0) - (predicted[2] ?? 0);
-      distance[i] = Math.sqrt(dl * dl + da * da + db * db);
-    }
-  }
+  const distance = model.distances(lab);
   // Thresholds in delta E, scaled by the noise measured on the border.
   const near = Math.min(18, Math.max(5, 2.5 * model.noise + 3));
   const far = Math.max(2.2 * near, 20);
   const markers = placeMarkers(work, distance, near, far);
   const gradient = labGradient(lab, width, height);
-  return watershed(markers, gradient, width, height);
+  const mask = watershed(markers, gradient, width, height);
+  return { mask, lab, background: model, borderBand: model.borderBand, near, far };
 }
 
-interface BackgroundModel {
-  predict(x: number, y: number, out: Float32Array): void;
+export interface BackgroundModel {
+  /** Per pixel, delta E between a Lab image of the fitted size and the prediction. */
+  distances(lab: Float32Array): Float32Array;
   /** Robust spread (delta E) of the border around the model. */
   noise: number;
+  /** Width of the border band it was fitted to. */
+  borderBand: number;
 }
 
 const BASIS_SIZE = 6;
@@ -158,15 +201,31 @@ function fitBackgroundModel(lab: Float32Array, width: number, height: number): B
     inliers = kept;
     coefficients = solveSurface(lab, inliers, width, toU, toV);
   }
+  const predict = (x: number, y: number, out: Float32Array) => {
+    basis(toU(x), toV(y), phi);
+    for (let c = 0; c < 3; c++) {
+      let fit = 0;
+      for (let k = 0; k < BASIS_SIZE; k++) fit += (coefficients[c * BASIS_SIZE + k] ?? 0) * (phi[k] ?? 0);
+      out[c] = fit;
+    }
+  };
   return {
     noise,
-    predict(x, y, out) {
-      basis(toU(x), toV(y), phi);
-      for (let c = 0; c < 3; c++) {
-        let fit = 0;
-        for (let k = 0; k < BASIS_SIZE; k++) fit += (coefficients[c * BASIS_SIZE + k] ?? 0) * (phi[k] ?? 0);
-        out[c] = fit;
+    borderBand: ring,
+    distances(image) {
+      const distance = new Float32Array(width * height);
+      const predicted = new Float32Array(3);
+      for (let y = 0; y < height; y++) {
+        for (let x = 0; x < width; x++) {
+          const i = y * width + x;
+          predict(x, y, predicted);
+          const dl = (image[i * 3] ?? 0) - (predicted[0] ?? 0);
+          const da = (image[i * 3 + 1] ?? 0) - (predicted[1] ?? 0);
+          const db = (image[i * 3 + 2] ?? 0) - (predicted[2] ?? 0);
+          distance[i] = Math.sqrt(dl * dl + da * da + db * db);
+        }
       }
+      return distance;
     },
   };
 }
@@ -321,8 +380,10 @@ function watershed(markers: Uint8Array, gradient: Uint8Array, width: number, hei
       push(n, Math.max(level, gradient[n] ?? 0));
     }
   };
-  for (let i = 0; i < pixels; i++) if (labels[i] !== UNKNOWN) queued[i] = 1;
-  for (let i = 0; i < pixels; i++) if (labels[i] !== UNKNOWN) visitNeighbours(i, gradient[i] ?? 0);
+  for (let i = 0; i < pixels; i++) if (markers[i] !== UNKNOWN) queued[i] = 1;
+  // From the markers only: `labels` gains the neighbours as they are queued, and
+  // visiting those here would sweep the flood through unknown pixels in raster order.
+  for (let i = 0; i < pixels; i++) if (markers[i] !== UNKNOWN) visitNeighbours(i, gradient[i] ?? 0);
   for (let level = 0; level < 256; level++) {
     while (heads[level] !== -1) {
       const index = heads[level] ?? -1;

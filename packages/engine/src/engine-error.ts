@@ -20,6 +20,11 @@ export type EngineFailureReason =
   | "unsupported_instruction"
   /** A configured model could not be loaded or did not produce a usable output. */
   | "model_failed"
+  /**
+   * The edit needs a learned model that is not installed: without one, the
+   * built-in fallback declined this picture rather than give a wrong answer.
+   */
+  | "model_unavailable"
   /** The request's AbortSignal fired. */
   | "cancelled"
   /** Anything unexpected (a bug or a library failure); the cause is attached. */

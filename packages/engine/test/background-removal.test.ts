@@ -8,8 +8,17 @@ import { inferModelKind, OnnxBackgroundRemover } from "../src/background-removal
 import type { RgbaImage } from "../src/engine.ports";
 import { EngineError } from "../src/engine-error";
 import { decodeImage } from "../src/image-codec";
+import { BUILT_IN_CATALOG } from "../src/models/model-catalog";
 import { redSaliencyModel } from "./onnx-model.builder";
-import { alphaOf, iou, productScenes, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
+import {
+  alphaOf,
+  frameFillingAnimal,
+  iou,
+  productScenes,
+  redBallAndBlueBox,
+  type Scene,
+  studioProductShot,
+} from "./synthetic-scenes.fixture";
 
 function edgeErrors(alpha: Uint8Array, scene: Scene): { soft: number; hard: number } {
   // Mean absolute alpha error on the truth's edge pixels (partly covered ones),
@@ -42,6 +51,16 @@ describe("ClassicalBackgroundRemover", () => {
     const scores = scenes.map((scene) => iou(alphaOf(outputs.get(scene.name) as RgbaImage), scene.truth));
     for (const score of scores) expect(score).toBeGreaterThan(0.97);
     expect(scores.reduce((a, b) => a + b, 0) / scores.length).toBeGreaterThan(0.99);
+  });
+
+  it("leaves the soft contact shadow of a studio shot out of the cut-out", async () => {
+    const shot = await studioProductShot(240);
+    const alpha = alphaOf(await remover.removeBackground(await decodeImage(shot.jpeg), {}));
+    expect(iou(alpha, shot.truth)).toBeGreaterThan(0.97);
+    // Just under the bottle, where the shadow is darkest (a fifth darker than the sweep).
+    const underBottle = Math.round(0.89 * shot.height) * shot.width + Math.round(0.63 * shot.height);
+    expect(shot.truth[underBottle]).toBe(0);
+    expect(alpha[underBottle]).toBe(0);
   });
 
   it("makes the hole of a ring transparent but keeps a small background-coloured label opaque", () => {
@@ -130,6 +149,44 @@ describe("ClassicalBackgroundRemover", () => {
     controller.abort();
     const image = await decodeImage((scenes[0] as Scene).jpeg);
     await expect(remover.removeBackground(image, { signal: controller.signal })).rejects.toMatchObject({ reason: "cancelled" });
+  });
+});
+
+describe("the classical segmenter's plausibility check", () => {
+  const remover = new ClassicalBackgroundRemover();
+
+  const verdictOn = async (scene: Scene) => remover.assess(await decodeImage(scene.jpeg));
+
+  it("answers a plain product shot, with a clean cut-out", async () => {
+    const shot = await studioProductShot(480);
+    const alpha = alphaOf(await remover.removeBackground(await decodeImage(shot.jpeg), {}));
+    expect(iou(alpha, shot.truth)).toBeGreaterThan(0.97);
+    const { plausible, measures } = await verdictOn(shot);
+    expect(plausible).toBe(true);
+    // Well inside every bound (agreement >= 0.8, border coherence >= 0.85, dominance >= 0.5).
+    expect(measures).toMatchObject({ dominance: 1, borderContact: 0 });
+    expect(measures.agreement).toBeGreaterThan(0.95);
+    expect(measures.borderCoherence).toBeGreaterThan(0.99);
+  });
+
+  it("refuses a frame-filling subject with model_unavailable, saying which model to pull", async () => {
+    const animal = await frameFillingAnimal(480);
+    const image = await decodeImage(animal.jpeg);
+    const error = await remover.removeBackground(image, {}).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(EngineError);
+    expect(error).toMatchObject({ reason: "model_unavailable" });
+    const model = BUILT_IN_CATALOG.defaults.background ?? "";
+    expect(model).not.toBe("");
+    expect((error as EngineError).message).toContain(`pnpm retouch models pull ${model}`);
+    expect((error as EngineError).message).toMatch(/scattered pieces/);
+
+    // What it refused: the eyes and the nose, about 6% of an animal that fills the frame.
+    const unchecked = new ClassicalBackgroundRemover({ plausibilityCheck: false });
+    const alpha = alphaOf(await unchecked.removeBackground(image, {}));
+    expect(iou(alpha, animal.truth)).toBeLessThan(0.1);
+    const { broken, measures } = await verdictOn(animal);
+    expect(broken.map((bound) => bound.measure)).toEqual(expect.arrayContaining(["agreement", "borderCoherence", "dominance"]));
+    expect(measures.dominance).toBeLessThan(0.5);
   });
 });
 

@@ -3,7 +3,7 @@ import { ClassicalBackgroundRemover } from "../src/background-removal.classical"
 import type { GreyImage, RgbaImage } from "../src/engine.ports";
 import { SharpCatalogEditor } from "../src/generative-editor.sharp";
 import { decodeImage } from "../src/image-codec";
-import { gaussian, productScenes, seededRandom } from "./synthetic-scenes.fixture";
+import { frameFillingAnimal, gaussian, productScenes, seededRandom } from "./synthetic-scenes.fixture";
 
 const editor = new SharpCatalogEditor(new ClassicalBackgroundRemover());
 const MAX_PIXELS = 40_000_000;
@@ -278,6 +278,20 @@ describe("SharpCatalogEditor: background instructions", () => {
     expect([out.width, out.height]).toEqual([product.width + 8, product.height + 8]);
     expect(pixel(out, 20, 20)[3]).toBe(0);
     expect(pixel(out, 1, 1)).toEqual([220, 20, 20, 255]);
+  });
+
+  it("refuses every background edit where the cut-out would be refused (no model, a frame-filling animal)", async () => {
+    const animal = await decodeImage((await frameFillingAnimal(240)).jpeg);
+    for (const prompt of [
+      "blur the background",
+      "put it on a white background",
+      "make it warmer and change the background to light blue",
+      "remove the background and add a 4px red border",
+    ]) {
+      await expect(edit(animal, prompt), prompt).rejects.toMatchObject({ reason: "model_unavailable" });
+    }
+    // Edits that need no cut-out still run on the same picture.
+    expect((await edit(animal, "make it black and white")).width).toBe(animal.width);
   });
 });
 

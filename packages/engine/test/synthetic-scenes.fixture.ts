@@ -227,6 +227,74 @@ export async function productScenes(size = 240, only?: number[]): Promise<Scene[
   return Promise.all(rendered.map(toScene));
 }
 
+/**
+ * A product shot as a studio takes it: a bottle on a paper sweep that darkens
+ * towards the bottom and the corners, a soft contact shadow under it (not part
+ * of the truth) and sensor noise.
+ */
+export async function studioProductShot(size = 240): Promise<Scene> {
+  const w = Math.round(size * 1.25);
+  const bottle = union(roundedRect(0.47, 0.34, 0.78, 0.86, 0.06), roundedRect(0.57, 0.12, 0.68, 0.4, 0.02));
+  const sweep: Colour = (x, y) => {
+    const light = 246 - 30 * y ** 2 - 18 * ((x - 0.62) / 0.62) ** 2;
+    // The shadow: up to a fifth darker, fading over a few percent of the frame.
+    const shadow = 0.2 * Math.exp(-(((x - 0.63) / 0.22) ** 2) - ((y - 0.87) / 0.05) ** 2);
+    return [light * (1 - shadow), (light - 3) * (1 - shadow), (light - 8) * (1 - shadow)];
+  };
+  return toScene(render("bottle on a studio sweep", w, size, bottle, shaded([30, 110, 120], 6), sweep, 3, 21));
+}
+
+/** Smooth random field in 0..1 (bilinear value noise over a grid of `cells` per unit, several octaves). */
+function valueNoise(seed: number, cells: number, octaves = 3): (x: number, y: number) => number {
+  const layers = Array.from({ length: octaves }, (_, octave) => {
+    const random = seededRandom(seed + octave);
+    const side = cells * 2 ** octave + 2;
+    const grid = Array.from({ length: side * side }, () => random());
+    return (x: number, y: number) => {
+      const gx = Math.min(side - 2, Math.max(0, x * cells * 2 ** octave));
+      const gy = Math.min(side - 2, Math.max(0, y * cells * 2 ** octave));
+      const x0 = Math.floor(gx);
+      const y0 = Math.floor(gy);
+      const tx = gx - x0;
+      const ty = gy - y0;
+      const at = (a: number, b: number) => grid[b * side + a] ?? 0;
+      return (
+        (at(x0, y0) * (1 - tx) + at(x0 + 1, y0) * tx) * (1 - ty) + (at(x0, y0 + 1) * (1 - tx) + at(x0 + 1, y0 + 1) * tx) * ty
+      );
+    };
+  });
+  return (x, y) => layers.reduce((sum, layer, octave) => sum + layer(x, y) / 2 ** octave, 0) / (2 - 2 ** (1 - octaves));
+}
+
+/**
+ * An animal's face filling the whole frame, as in a close-up portrait: tabby
+ * fur (stripes and blotches under uneven light) to every edge, a white muzzle
+ * running off the bottom, two green eyes and a pink nose. All of it is the
+ * subject: the truth is the whole frame. A segmenter that models the border as
+ * background keeps the eyes and the nose.
+ */
+export async function frameFillingAnimal(size = 240): Promise<Scene> {
+  const w = Math.round(size * 1.25);
+  const blotches = valueNoise(31, 6);
+  const light = valueNoise(37, 1.5, 2);
+  const eye = (cx: number) => ellipse(cx, 0.42, 0.11, 0.09);
+  const pupil = (cx: number) => ellipse(cx, 0.42, 0.025, 0.07);
+  const nose = ellipse(0.63, 0.72, 0.06, 0.04);
+  const face: Colour = (x, y) => {
+    if (pupil(0.4)(x, y) || pupil(0.86)(x, y)) return [15, 15, 12];
+    if (eye(0.4)(x, y) || eye(0.86)(x, y)) return [150, 170, 60];
+    if (nose(x, y)) return [215, 120, 110];
+    const stripe = 0.5 + 0.5 * Math.sin(x * 40 + 6 * blotches(x, y) + y * 8);
+    const shade = (0.4 + 1.0 * light(x, y)) * (0.75 + 0.35 * blotches(x * 1.7, y * 1.7)) * (1 - 0.45 * stripe ** 3);
+    // The muzzle: white fur fading into the tabby around the bottom centre.
+    const muzzle = Math.max(0, Math.min(1, 1.6 - Math.hypot((x - 0.63) / 0.3, (y - 1) / 0.22)));
+    const fur = [200 * shade, 145 * shade, 95 * shade];
+    const white = [235 * (0.8 + 0.2 * blotches(x, y)), 228 * (0.8 + 0.2 * blotches(x, y)), 218 * (0.8 + 0.2 * blotches(x, y))];
+    return fur.map((value, c) => Math.min(255, value * (1 - muzzle) + (white[c] ?? 0) * muzzle)) as [number, number, number];
+  };
+  return toScene(render("an animal's face filling the frame", w, size, () => true, face, plain(0, 0, 0), 3, 33));
+}
+
 /** Intersection over union of two masks thresholded at 50%. */
 export function iou(alpha: Uint8Array, truth: Uint8Array): number {
   let intersection = 0;

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { runMaintenance, UrlSigner } from "@retouch/core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -101,6 +102,22 @@ describe("failures", () => {
     // The reason is in the logs, with the job id, and nowhere in the answers.
     expect(app.logs.some((line) => line.includes(jobId) && line.includes("job failed"))).toBe(true);
     expect(result.text).not.toMatch(/giraffe|detect/i);
+  });
+
+  it("a cut-out refused without a model (a cat's face filling the frame) ends in error with one refund", async () => {
+    const before = (await app.services.profiles.get(account.userId)).credits;
+    const cat = await readFile(new URL("../../engine/test/fixtures/cat.jpg", import.meta.url));
+    const { jobId, status } = await submitAndWait({ image: base64(cat), prompt: "Remove the background" });
+    expect(status).toMatchObject({ status: "error", error: "Processing failed", credits_used: 0, credits_remaining: before });
+    const entries = (await app.services.stores.profiles.ledger(account.userId)).filter((row) => row.jobId === jobId);
+    expect(entries.map((row) => [row.reason, row.delta])).toEqual([
+      ["job_debit", -1],
+      ["job_refund", 1],
+    ]);
+    // The operator reads why, and what to do, in the log.
+    const failure = app.logs.find((line) => line.includes(jobId) && line.includes("job failed")) ?? "";
+    expect(failure).toMatch(/model_unavailable: This picture needs a learned background model/);
+    expect(failure).toMatch(/pnpm retouch models pull isnet-general-use/);
   });
 });
 

@@ -2,7 +2,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
-import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, signUp, verifyEmail, waitForJob } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
@@ -111,10 +110,7 @@ describe("worker processes", { timeout: 120_000 }, () => {
     const first = start(["--role", "worker"]);
     await first.waitForLog(/Retouch worker is running/);
     // Large enough that the edit is still running when the worker is killed.
-    const big = await sharp({ create: { width: 4000, height: 3000, channels: 3, background: "#e8e4dc" } })
-      .composite([{ input: await productPhoto({ width: 2400, height: 1800 }), left: 800, top: 600 }])
-      .jpeg()
-      .toBuffer();
+    const big = await productPhoto({ width: 4000, height: 3000, format: "jpeg" });
     const submitted = await request(baseUrl, "POST", "/api/process", {
       key,
       body: { image: base64(big), prompt: "remove the background" },
