@@ -75,6 +75,13 @@ export class DetectAndInpaintRemover implements ObjectRemover {
           `"${term}" is not something the detector knows; send a mask, or name one of: ${this.detector.labels.join(", ")}.`,
         );
       }
+      if (reading.kind === "unsupported") {
+        // Removing another instance than the one meant is worse than removing nothing: say what was not understood.
+        throw new EngineError(
+          "unsupported_instruction",
+          `In "${term}", ${reading.reason}. Say which one by place ("on the left", "top right", "second from the left"), size ("the largest", "in the background"), colour ("the red car"), or send a mask.`,
+        );
+      }
       queries.push(reading.query);
     }
     const detections = await this.detector.detect(task.image, context);
@@ -82,9 +89,10 @@ export class DetectAndInpaintRemover implements ObjectRemover {
     const meanColour = (box: Box) => meanColourOf(image, box);
     const chosen: Detection[] = [];
     for (const query of queries) {
-      const selected = selectDetections(query, detections, { width: image.width, height: image.height, meanColour });
-      if (selected.length === 0) throw new EngineError("nothing_detected", `No ${query.term} was found in the image.`);
-      chosen.push(...selected);
+      const selection = selectDetections(query, detections, { width: image.width, height: image.height, meanColour });
+      if (selection.kind === "not_found") throw new EngineError("nothing_detected", selection.message);
+      if (selection.kind === "ambiguous") throw new EngineError("unsupported_instruction", selection.message);
+      for (const detection of selection.detections) if (!chosen.includes(detection)) chosen.push(detection);
     }
     const mask = new Uint8Array(image.width * image.height);
     for (const detection of chosen) {
