@@ -16,10 +16,14 @@ export type EngineFailureReason =
   | "nothing_detected"
   /** The removal target is not something the detector knows (and no mask was given). */
   | "target_not_detectable"
+  /** The detected object to remove is too large a part of the picture to fill believably. */
+  | "target_too_large"
   /** The prompt asks for something the engine cannot carry out. */
   | "unsupported_instruction"
   /** A configured model could not be loaded or did not produce a usable output. */
   | "model_failed"
+  /** No learned model is installed, and this picture needs one. */
+  | "model_unavailable"
   /** The request's AbortSignal fired. */
   | "cancelled"
   /** Anything unexpected (a bug or a library failure); the cause is attached. */
