@@ -362,8 +362,9 @@ describe("DetectAndInpaintRemover with IS-Net weights: the hole is the target's 
     const remover = new DetectAndInpaintRemover(detector, inpainter, { segmenter });
     const result = await remover.removeObjects({ image, terms: ["boat on the left"], prompt: "remove the boat on the left" }, {});
     const hole = inpainter.holes[0]?.data ?? new Uint8Array();
-    // The boat beside it, where the two boxes do not overlap: untouched. (Without setting the
-    // neighbour's own shape aside, the model's outline of the two joined boats took 86% of it.)
+    // The boat beside it, where the two boxes do not overlap: untouched (measured: none of its 43,543
+    // pixels). Without setting the neighbour's own shape aside, the model's outline of the two joined
+    // boats took 86% of them.
     const besideOnly = matte.data.map((value, i) =>
       value && insideBox(beside.box, image.width)(i) && !insideBox(leftmost.box, image.width, 0.06)(i) ? 255 : 0,
     );
