@@ -116,10 +116,12 @@ export class DetectAndInpaintRemover implements ObjectRemover {
         outlines.push({ detection: target, source: "box" });
         continue;
       }
+      const radius = Math.max(3, Math.round(0.015 * Math.hypot(target.box.width, target.box.height)));
+      const extent = extentOf(found.shape, radius);
       const claims: Claim[] = [];
       const protect = new Uint8Array(found.shape.data.length);
       for (const neighbour of others) {
-        if (!mayBeSeparate(neighbour, target, found.shape)) continue;
+        if (!mayBeSeparate(neighbour, target, extent)) continue;
         throwIfCancelled(context.signal);
         const claim = claimOf(neighbour, target, await neighbourShape(neighbour));
         const inCrop = rasterise(claim, found.candidate.pixels);
@@ -129,12 +131,13 @@ export class DetectAndInpaintRemover implements ObjectRemover {
       }
       const shape = claims.length > 0 ? selectShape(found.candidate, protect) : found.shape;
       if (!shape) {
+        const why = `The ${target.label} could not be told apart from the ${claims.map((claim) => claim.detection.label).join(" and ")} next to it;`;
+        if (this.segmenter) throw new EngineError("model_failed", `${why} send a mask that marks it (white on black).`);
         throw new EngineError(
-          "model_failed",
-          `The ${target.label} could not be told apart from the ${claims.map((claim) => claim.detection.label).join(" and ")} next to it; send a mask that marks it (white on black).`,
+          "model_unavailable",
+          `${why} a learned model may: install one with \`${PULL_MODEL}\`, or send a mask.`,
         );
       }
-      const radius = Math.max(3, Math.round(0.015 * Math.hypot(target.box.width, target.box.height)));
       paintShape(mask, image.width, image.height, shape, radius, claims);
       outlines.push({ detection: target, source: found.candidate.source });
     }
@@ -255,12 +258,37 @@ const CONFIDENT_NEIGHBOUR = 0.3;
  * under another label, not something the target stands on or is held by
  * (its box holds the target's box), reaching into the target's shape.
  */
-function mayBeSeparate(neighbour: Detection, target: Detection, shape: Shape): boolean {
+function mayBeSeparate(neighbour: Detection, target: Detection, extent: Box): boolean {
   if (neighbour.score < CONFIDENT_NEIGHBOUR || isDuplicate(neighbour.box, target.box)) return false;
   const targetArea = target.box.width * target.box.height;
   if (intersectionArea(neighbour.box, target.box) >= 0.9 * targetArea) return false;
-  const { area } = shape;
-  return intersectionArea(neighbour.box, { x: area.x0, y: area.y0, width: area.x1 - area.x0, height: area.y1 - area.y0 }) > 0;
+  return intersectionArea(neighbour.box, extent) > 0;
+}
+
+/** The bounding box, in image pixels, of a shape widened by `radius`: only neighbours reaching into it cost a look. */
+function extentOf(shape: Shape, radius: number): Box {
+  let x0 = shape.width;
+  let y0 = shape.height;
+  let x1 = -1;
+  let y1 = -1;
+  for (let y = 0; y < shape.height; y++) {
+    for (let x = 0; x < shape.width; x++) {
+      if (!shape.data[y * shape.width + x]) continue;
+      x0 = Math.min(x0, x);
+      y0 = Math.min(y0, y);
+      x1 = Math.max(x1, x);
+      y1 = Math.max(y1, y);
+    }
+  }
+  if (x1 < 0) return { x: 0, y: 0, width: 0, height: 0 };
+  const left = shape.area.x0 + x0 / shape.scale - radius;
+  const top = shape.area.y0 + y0 / shape.scale - radius;
+  return {
+    x: left,
+    y: top,
+    width: shape.area.x0 + (x1 + 1) / shape.scale + radius - left,
+    height: shape.area.y0 + (y1 + 1) / shape.scale + radius - top,
+  };
 }
 
 /** The pixels a neighbouring object keeps. */

@@ -260,6 +260,52 @@ describe("DetectAndInpaintRemover without a learned model", () => {
   });
 });
 
+describe("the neighbour rule (boxes given, colour outlines, no model)", () => {
+  // A blue figure with a red tie on it and a green ball touching its side, on grey; the
+  // detector's person box holds the ball too. The boxes are fixed here so the test is
+  // about the rule, not the detector (the tests above use the real one).
+  const width = 300;
+  const height = 300;
+  const figure = (x: number, y: number) => x >= 100 && x < 170 && y >= 60 && y < 260;
+  const tie = (x: number, y: number) => x >= 125 && x < 145 && y >= 90 && y < 170;
+  const ball = (x: number, y: number) => (x - 185) ** 2 + (y - 240) ** 2 <= 15 ** 2;
+  const data = new Uint8Array(width * height * 4);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const colour = tie(x, y) ? [200, 30, 30] : figure(x, y) ? [40, 60, 190] : ball(x, y) ? [60, 190, 60] : [128, 128, 128];
+      data.set([...colour, 255], (y * width + x) * 4);
+    }
+  }
+  const detections: Detection[] = [
+    { label: "person", score: 0.8, box: { x: 95, y: 55, width: 110, height: 210 } },
+    { label: "tie", score: 0.5, box: { x: 123, y: 88, width: 24, height: 84 } },
+    { label: "sports ball", score: 0.6, box: { x: 168, y: 223, width: 34, height: 34 } },
+  ];
+  const detector = { labels: ["person", "tie", "sports ball"], detect: async () => detections };
+
+  it("takes the tie the figure surrounds along with it, and leaves the ball touching its side", async () => {
+    const remover = new DetectAndInpaintRemover(detector, new PatchMatchInpainter());
+    const image = { data, width, height };
+    const { mask, outlines } = await remover.maskFromDetections({ image, terms: ["person"], prompt: "remove the person" }, {});
+    expect(outlines.map((outline) => outline.source)).toEqual(["colour"]);
+    const taken = (inside: (x: number, y: number) => boolean) => {
+      let all = 0;
+      let hit = 0;
+      for (let y = 0; y < height; y++) {
+        for (let x = 0; x < width; x++) {
+          if (!inside(x, y)) continue;
+          all++;
+          if (mask.data[y * width + x] === 255) hit++;
+        }
+      }
+      return hit / all;
+    };
+    expect(taken(figure)).toBe(1);
+    expect(taken(tie)).toBe(1);
+    expect(taken(ball)).toBe(0);
+  });
+});
+
 describe("masks", () => {
   it("widens a user mask by a few pixels", () => {
     const mask = rectangleMask(400, 300, 100, 100, 50, 50);
