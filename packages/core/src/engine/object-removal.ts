@@ -13,6 +13,7 @@ import type {
 } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { coverage, dilate } from "./mask-ops";
+import { BUILT_IN_CATALOG } from "./models/model-catalog";
 import {
   type Area,
   colourCandidate,
@@ -45,7 +46,7 @@ export interface DetectAndInpaintOptions {
 }
 
 /** The command that installs the default learned model, for messages that need one. */
-const PULL_MODEL = "pnpm retouch models pull isnet-general-use";
+const PULL_MODEL = `pnpm retouch models pull ${BUILT_IN_CATALOG.defaults.background ?? "NAME"}`;
 
 export class DetectAndInpaintRemover implements ObjectRemover {
   private readonly maxMaskCoverage: number;

@@ -1,7 +1,7 @@
 import { imageToLab } from "./colour-space";
 import type { Box, RgbaImage, SubjectSegmenter, WorkContext } from "./engine.ports";
 import { isEngineError } from "./engine-error";
-import { resizeRgba } from "./image-codec";
+import { resizeGrey, resizeRgba } from "./image-codec";
 import { dilate, erode, labelComponents } from "./mask-ops";
 import { seededRandom } from "./seeded-random";
 import { throwIfCancelled } from "./work-checkpoint";
@@ -136,7 +136,11 @@ async function segmentedCandidate(
   const { crop, scale } = await cropAndScale(image, area, SEGMENT_SIZE);
   let matte: Uint8Array;
   try {
-    matte = (await segmenter.segmentSubject(crop, context)).data;
+    const answer = await segmenter.segmentSubject(crop, context);
+    // The port promises the input's size; a hosted model that answers at its own size is scaled rather than misread.
+    const sized =
+      answer.width === crop.width && answer.height === crop.height ? answer : await resizeGrey(answer, crop.width, crop.height);
+    matte = sized.data;
   } catch (error) {
     // "No subject in this crop" is an answer here, not a failure: the caller falls back.
     if (isEngineError(error) && error.reason === "nothing_detected") return undefined;
