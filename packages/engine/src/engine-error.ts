@@ -16,6 +16,8 @@ export type EngineFailureReason =
   | "nothing_detected"
   /** The removal target is not something the detector knows (and no mask was given). */
   | "target_not_detectable"
+  /** The detected object to remove is too large a part of the picture to fill believably. */
+  | "target_too_large"
   /** The prompt asks for something the engine cannot carry out. */
   | "unsupported_instruction"
   /** A configured model could not be loaded or did not produce a usable output. */

@@ -1,4 +1,3 @@
-import { imageToLab } from "./colour-space";
 import { readTerm, selectDetections, type TargetQuery } from "./detection-vocabulary";
 import type {
   Box,
@@ -13,25 +12,46 @@ import type {
   WorkContext,
 } from "./engine.ports";
 import { EngineError } from "./engine-error";
-import { resizeRgba } from "./image-codec";
-import { coverage, dilate, erode, labelComponents } from "./mask-ops";
+import { coverage, dilate } from "./mask-ops";
+import { BUILT_IN_CATALOG } from "./models/model-catalog";
+import {
+  type Area,
+  colourCandidate,
+  grow,
+  type LocalMask,
+  maskAt,
+  type Shape,
+  type ShapeCandidate,
+  segmentedShape,
+  selectShape,
+} from "./object-shape";
 import type { Rgb } from "./prompt-text";
-import { seededRandom } from "./seeded-random";
 import { throwIfCancelled } from "./work-checkpoint";
 
 /**
- * The built-in object remover: a mask (given, or built from detections of the
- * named things), widened a little, then filled by the inpainter.
+ * The built-in object remover: a mask (given, or built from the shapes of the
+ * detected things named), widened a little, then filled by the inpainter.
  */
 export interface DetectAndInpaintOptions {
-  /** Masks covering more than this fraction of the image are refused: too little is left to fill from. */
+  /** A given mask covering more than this fraction of the image is refused: too little is left to fill from. Default 0.7. */
   maxMaskCoverage?: number;
-  /** A learned model that finds a detected object's own shape inside its box; without one, the box is refined by colour. */
+  /**
+   * Detected objects whose hole would cover more than this fraction are refused. Default 0.3: a
+   * detection that large is mostly the scene itself (a frame-filling cat, a "bowl" of gravel),
+   * and a fill that large is invented, not restored.
+   */
+  maxTargetCoverage?: number;
+  /** A learned model that finds a detected object's own shape around its box; without one, the box is refined by colour. */
   segmenter?: SubjectSegmenter;
 }
 
+/** The command that installs the default learned model, for messages that need one. */
+const PULL_MODEL = `pnpm retouch models pull ${BUILT_IN_CATALOG.defaults.background ?? "NAME"}`;
+
 export class DetectAndInpaintRemover implements ObjectRemover {
   private readonly maxMaskCoverage: number;
+  private readonly maxTargetCoverage: number;
+  private readonly segmenter: SubjectSegmenter | undefined;
 
   constructor(
     private readonly detector: ObjectDetector,
@@ -39,11 +59,13 @@ export class DetectAndInpaintRemover implements ObjectRemover {
     options: DetectAndInpaintOptions = {},
   ) {
     this.maxMaskCoverage = options.maxMaskCoverage ?? 0.7;
+    this.maxTargetCoverage = options.maxTargetCoverage ?? 0.3;
+    this.segmenter = options.segmenter;
   }
 
   async removeObjects(task: ObjectRemovalTask, context: WorkContext): Promise<RgbaImage> {
     const { image } = task;
-    const mask = task.mask ? widenUserMask(task.mask) : await this.maskFromDetections(task, context);
+    const mask = task.mask ? widenUserMask(task.mask) : (await this.maskFromDetections(task, context)).mask;
     const covered = coverage(mask.data);
     if (covered === 0) throw new EngineError("invalid_mask", "The mask marks nothing to remove (white marks the area).");
     if (covered > this.maxMaskCoverage) {
@@ -56,13 +78,92 @@ export class DetectAndInpaintRemover implements ObjectRemover {
     return this.inpainter.inpaint(image, mask, context);
   }
 
-  private async maskFromDetections(task: ObjectRemovalTask, context: WorkContext): Promise<GreyImage> {
-    if (task.terms.length === 0) {
+  /**
+   * The hole for the named things: each chosen detection's own shape (see
+   * `object-shape.ts`), less whatever belongs to another detected object
+   * beside it, widened by a few pixels. Exposed for tests and tools that want
+   * the hole without the fill.
+   */
+  async maskFromDetections(task: ObjectRemovalTask, context: WorkContext): Promise<RemovalMask> {
+    const { image } = task;
+    const queries = this.readTerms(task.terms);
+    const detections = await this.detector.detect(image, context);
+    const meanColour = (box: Box) => meanColourOf(image, box);
+    const chosen: Detection[] = [];
+    for (const query of queries) {
+      const selection = selectDetections(query, detections, { width: image.width, height: image.height, meanColour });
+      if (selection.kind === "not_found") throw new EngineError("nothing_detected", selection.message);
+      if (selection.kind === "ambiguous") throw new EngineError("unsupported_instruction", selection.message);
+      for (const detection of selection.detections) if (!chosen.includes(detection)) chosen.push(detection);
+    }
+    const others = detections.filter((detection) => !chosen.includes(detection));
+    const mask = new Uint8Array(image.width * image.height);
+    const neighbourShapes = new Map<Detection, Promise<Shape | undefined>>();
+    const neighbourShape = (detection: Detection) => {
+      let shape = neighbourShapes.get(detection);
+      if (!shape) {
+        shape = this.findShape(image, detection.box, context).then((found) => found?.shape);
+        neighbourShapes.set(detection, shape);
+      }
+      return shape;
+    };
+    const outlines: RemovalMask["outlines"] = [];
+    for (const target of chosen) {
+      throwIfCancelled(context.signal);
+      const found = await this.findShape(image, target.box, context);
+      if (!found) {
+        this.assertBoxIsSafe(target, others, image);
+        paintBox(mask, image.width, image.height, grow(target.box, 0.06, image.width, image.height));
+        outlines.push({ detection: target, source: "box" });
+        continue;
+      }
+      const radius = Math.max(3, Math.round(0.015 * Math.hypot(target.box.width, target.box.height)));
+      const extent = extentOf(found.shape, radius);
+      const claims: Claim[] = [];
+      const protect = new Uint8Array(found.shape.data.length);
+      for (const neighbour of others) {
+        if (!mayBeSeparate(neighbour, target, extent)) continue;
+        throwIfCancelled(context.signal);
+        const claim = claimOf(neighbour, target, await neighbourShape(neighbour));
+        const inCrop = rasterise(claim, found.candidate.pixels);
+        if (isEnclosed(inCrop, found.shape)) continue;
+        claims.push(claim);
+        for (let i = 0; i < inCrop.length; i++) if (inCrop[i]) protect[i] = 255;
+      }
+      const shape = claims.length > 0 ? selectShape(found.candidate, protect) : found.shape;
+      if (!shape) {
+        const why = `The ${target.label} could not be told apart from the ${claims.map((claim) => claim.detection.label).join(" and ")} next to it;`;
+        if (this.segmenter) throw new EngineError("model_failed", `${why} send a mask that marks it (white on black).`);
+        throw new EngineError(
+          "model_unavailable",
+          `${why} a learned model may: install one with \`${PULL_MODEL}\`, or send a mask.`,
+        );
+      }
+      paintShape(mask, image.width, image.height, shape, radius, claims);
+      outlines.push({ detection: target, source: found.candidate.source });
+    }
+    const covered = coverage(mask);
+    if (covered > this.maxTargetCoverage) {
+      const what = chosen.length === 1 ? `The ${chosen[0]?.label}` : `The ${chosen.length} objects`;
+      throw new EngineError(
+        "target_too_large",
+        `${what} to remove would leave a hole of ${Math.round(covered * 100)}% of the picture; at most ${Math.round(this.maxTargetCoverage * 100)}% can be filled believably. Send a mask if that is really meant.`,
+      );
+    }
+    return { mask: { data: mask, width: image.width, height: image.height }, outlines };
+  }
+
+  private readTerms(terms: string[]): TargetQuery[] {
+    if (terms.length === 0) {
       throw new EngineError("target_not_detectable", 'Say what to remove (for example "remove the person") or send a mask.');
     }
     const queries: TargetQuery[] = [];
-    for (const term of task.terms) {
+    for (const term of terms) {
       const reading = readTerm(term);
+      if (reading.kind === "target") {
+        queries.push(reading.query);
+        continue;
+      }
       if (reading.kind === "needs_mask") {
         throw new EngineError(
           "target_not_detectable",
@@ -75,31 +176,217 @@ export class DetectAndInpaintRemover implements ObjectRemover {
           `"${term}" is not something the detector knows; send a mask, or name one of: ${this.detector.labels.join(", ")}.`,
         );
       }
-      queries.push(reading.query);
+      // Removing another instance than the one meant is worse than removing nothing: say what was not understood.
+      throw new EngineError(
+        "unsupported_instruction",
+        `In "${term}", ${reading.reason}. Say which one by place ("on the left", "top right", "second from the left"), size ("the largest", "in the background"), colour ("the red car"), or send a mask.`,
+      );
     }
-    const detections = await this.detector.detect(task.image, context);
-    const { image } = task;
-    const meanColour = (box: Box) => meanColourOf(image, box);
-    const chosen: Detection[] = [];
-    for (const query of queries) {
-      const selected = selectDetections(query, detections, { width: image.width, height: image.height, meanColour });
-      if (selected.length === 0) throw new EngineError("nothing_detected", `No ${query.term} was found in the image.`);
-      chosen.push(...selected);
-    }
-    const mask = new Uint8Array(image.width * image.height);
-    for (const detection of chosen) {
-      throwIfCancelled(context.signal);
-      const objectMask = await refineWithinBox(image, detection.box);
-      for (let i = 0; i < mask.length; i++) if (objectMask[i]) mask[i] = 255;
-    }
-    return { data: mask, width: image.width, height: image.height };
+    return queries;
   }
+
+  /** The learned model's shape when there is one and it finds one, else the colour shape, else undefined. */
+  private async findShape(image: RgbaImage, box: Box, context: WorkContext): Promise<ShapeWithCandidate | undefined> {
+    if (this.segmenter) {
+      const segmented = await segmentedShape(image, box, this.segmenter, context);
+      if (segmented) return segmented;
+    }
+    const candidate = await colourCandidate(image, box);
+    const shape = candidate && selectShape(candidate);
+    return candidate && shape ? { candidate, shape } : undefined;
+  }
+
+  /**
+   * With no shape, the whole (slightly widened) box is the hole: acceptable
+   * only when nothing else the detector saw stands in it, at any score, since
+   * the box would erase it.
+   */
+  private assertBoxIsSafe(target: Detection, others: Detection[], image: RgbaImage): void {
+    const widened = grow(target.box, 0.06, image.width, image.height);
+    const inTheWay = others.find((other) => !isDuplicate(other.box, target.box) && overlapsArea(other.box, widened));
+    if (!inTheWay) return;
+    const why = `The ${target.label}'s outline could not be told from its surroundings, and its box also covers a ${inTheWay.label}: removing the box would erase that too.`;
+    if (this.segmenter)
+      throw new EngineError("model_failed", `${why} Send a mask that marks the ${target.label} (white on black).`);
+    throw new EngineError(
+      "model_unavailable",
+      `${why} Finding its outline needs a learned model: install one with \`${PULL_MODEL}\`, or send a mask.`,
+    );
+  }
+}
+
+/** The hole built from detections, and how each target's outline was found. */
+export interface RemovalMask {
+  mask: GreyImage;
+  outlines: { detection: Detection; source: "model" | "colour" | "box" }[];
+}
+
+interface ShapeWithCandidate {
+  candidate: ShapeCandidate;
+  shape: Shape;
 }
 
 /** "Dilate a little": a few pixels, scaled with the image, to take in the edge and its anti-aliasing. */
 export function widenUserMask(mask: GreyImage): GreyImage {
   const radius = Math.max(2, Math.round(0.0025 * Math.hypot(mask.width, mask.height)));
   return { data: dilate(mask.data, mask.width, mask.height, radius), width: mask.width, height: mask.height };
+}
+
+/** The detector reporting one object twice under two labels (a cat as "cat" and "dog"). */
+function isDuplicate(a: Box, b: Box): boolean {
+  const intersection = intersectionArea(a, b);
+  return intersection / (a.width * a.height + b.width * b.height - intersection) >= 0.6;
+}
+
+function intersectionArea(a: Box, b: Box): number {
+  const width = Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x);
+  const height = Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y);
+  return width > 0 && height > 0 ? width * height : 0;
+}
+
+/** Whether a box overlaps an area by more than a sliver (5% of the smaller of the two). */
+function overlapsArea(box: Box, area: Area): boolean {
+  const other = { x: area.x0, y: area.y0, width: area.x1 - area.x0, height: area.y1 - area.y0 };
+  return intersectionArea(box, other) > 0.05 * Math.min(box.width * box.height, other.width * other.height);
+}
+
+/** Below this score the detector's guesses on real photos are mostly wrong (a held helmet as a "traffic light"). */
+const CONFIDENT_NEIGHBOUR = 0.3;
+
+/**
+ * Whether another detection may be a separate object whose pixels the
+ * target's shape must give up: a confident detection, not the target itself
+ * under another label, not something the target stands on or is held by
+ * (its box holds the target's box), reaching into the target's shape.
+ */
+function mayBeSeparate(neighbour: Detection, target: Detection, extent: Box): boolean {
+  if (neighbour.score < CONFIDENT_NEIGHBOUR || isDuplicate(neighbour.box, target.box)) return false;
+  const targetArea = target.box.width * target.box.height;
+  if (intersectionArea(neighbour.box, target.box) >= 0.9 * targetArea) return false;
+  return intersectionArea(neighbour.box, extent) > 0;
+}
+
+/** The bounding box, in image pixels, of a shape widened by `radius`: only neighbours reaching into it cost a look. */
+function extentOf(shape: Shape, radius: number): Box {
+  let x0 = shape.width;
+  let y0 = shape.height;
+  let x1 = -1;
+  let y1 = -1;
+  for (let y = 0; y < shape.height; y++) {
+    for (let x = 0; x < shape.width; x++) {
+      if (!shape.data[y * shape.width + x]) continue;
+      x0 = Math.min(x0, x);
+      y0 = Math.min(y0, y);
+      x1 = Math.max(x1, x);
+      y1 = Math.max(y1, y);
+    }
+  }
+  if (x1 < 0) return { x: 0, y: 0, width: 0, height: 0 };
+  const left = shape.area.x0 + x0 / shape.scale - radius;
+  const top = shape.area.y0 + y0 / shape.scale - radius;
+  return {
+    x: left,
+    y: top,
+    width: shape.area.x0 + (x1 + 1) / shape.scale + radius - left,
+    height: shape.area.y0 + (y1 + 1) / shape.scale + radius - top,
+  };
+}
+
+/** The pixels a neighbouring object keeps. */
+interface Claim {
+  detection: Detection;
+  /** Image pixel (x, y) belongs to the neighbour. */
+  has: (x: number, y: number) => boolean;
+  area: Area;
+}
+
+/**
+ * What a neighbour keeps: its own shape (or, when none was found, the ellipse
+ * its box frames) within its box. Where both shapes take a pixel, a small
+ * neighbour's own shape wins (a ball at a person's side: its crop is about
+ * the ball, while the person's crop sees the ball as part of the figure); of
+ * two objects of about the same size (two people), the one whose box centre is
+ * nearer, measured in box sizes, wins.
+ */
+function claimOf(neighbour: Detection, target: Detection, shape: Shape | undefined): Claim {
+  const { box } = neighbour;
+  const slack = 0.05;
+  const area: Area = {
+    x0: Math.floor(box.x - box.width * slack),
+    y0: Math.floor(box.y - box.height * slack),
+    x1: Math.ceil(box.x + box.width * (1 + slack)),
+    y1: Math.ceil(box.y + box.height * (1 + slack)),
+  };
+  const small = neighbour.box.width * neighbour.box.height < 0.5 * target.box.width * target.box.height;
+  const has = (x: number, y: number) => {
+    if (x < area.x0 || y < area.y0 || x >= area.x1 || y >= area.y1) return false;
+    const own = shape ? maskAt(shape, x, y) : boxDistance(box, x, y) <= 1;
+    return own && (small || boxDistance(box, x, y) <= boxDistance(target.box, x, y));
+  };
+  return { detection: neighbour, has, area };
+}
+
+/** Distance from a box's centre in half-sizes of the box: 1 on the ellipse the box frames. */
+function boxDistance(box: Box, x: number, y: number): number {
+  return Math.hypot((x + 0.5 - box.x - box.width / 2) / (box.width / 2), (y + 0.5 - box.y - box.height / 2) / (box.height / 2));
+}
+
+/** A claim in the pixels of a local mask (255 where the neighbour keeps the pixel). */
+function rasterise(claim: Claim, grid: LocalMask): Uint8Array {
+  const out = new Uint8Array(grid.width * grid.height);
+  for (let my = 0; my < grid.height; my++) {
+    const y = Math.floor(grid.area.y0 + (my + 0.5) / grid.scale);
+    if (y < claim.area.y0 || y >= claim.area.y1) continue;
+    for (let mx = 0; mx < grid.width; mx++) {
+      const x = Math.floor(grid.area.x0 + (mx + 0.5) / grid.scale);
+      if (claim.has(x, y)) out[my * grid.width + mx] = 255;
+    }
+  }
+  return out;
+}
+
+/**
+ * A neighbour surrounded by the target's shape (a tie on a shirt, a badge, a
+ * bag held against the body) is part of what is removed: most of the ring
+ * just outside it lies in the target's shape. A ball beside a person touches
+ * the figure along a small part of its edge only.
+ */
+function isEnclosed(claim: Uint8Array, shape: Shape): boolean {
+  const { width, height } = shape;
+  const ring = dilate(claim, width, height, 2);
+  let around = 0;
+  let inShape = 0;
+  for (let i = 0; i < ring.length; i++) {
+    if (!ring[i] || claim[i]) continue;
+    around++;
+    if (shape.data[i]) inShape++;
+  }
+  return around > 0 && inShape >= 0.6 * around;
+}
+
+function paintBox(mask: Uint8Array, width: number, _height: number, area: Area): void {
+  for (let y = area.y0; y < area.y1; y++) mask.fill(255, y * width + area.x0, y * width + area.x1);
+}
+
+/** Adds a shape, at full resolution and widened by `radius`, to the hole, leaving out what the neighbours keep. */
+function paintShape(mask: Uint8Array, width: number, height: number, shape: Shape, radius: number, claims: Claim[]): void {
+  const x0 = Math.max(0, shape.area.x0 - radius);
+  const y0 = Math.max(0, shape.area.y0 - radius);
+  const x1 = Math.min(width, shape.area.x1 + radius);
+  const y1 = Math.min(height, shape.area.y1 + radius);
+  const localWidth = x1 - x0;
+  const localHeight = y1 - y0;
+  const local = new Uint8Array(localWidth * localHeight);
+  for (let y = y0; y < y1; y++)
+    for (let x = x0; x < x1; x++) if (maskAt(shape, x, y)) local[(y - y0) * localWidth + (x - x0)] = 255;
+  const widened = dilate(local, localWidth, localHeight, radius);
+  for (let y = y0; y < y1; y++) {
+    for (let x = x0; x < x1; x++) {
+      if (!widened[(y - y0) * localWidth + (x - x0)]) continue;
+      if (claims.some((claim) => claim.has(x, y))) continue;
+      mask[y * width + x] = 255;
+    }
+  }
 }
 
 function meanColourOf(image: RgbaImage, box: Box): Rgb {
@@ -117,166 +404,4 @@ function meanColourOf(image: RgbaImage, box: Box): Rgb {
     }
   }
   return count === 0 ? [0, 0, 0] : [(sum[0] ?? 0) / count, (sum[1] ?? 0) / count, (sum[2] ?? 0) / count];
-}
-
-function grow(box: Box, fraction: number, width: number, height: number): { x0: number; y0: number; x1: number; y1: number } {
-  const dx = box.width * fraction;
-  const dy = box.height * fraction;
-  return {
-    x0: Math.max(0, Math.floor(box.x - dx)),
-    y0: Math.max(0, Math.floor(box.y - dy)),
-    x1: Math.min(width, Math.ceil(box.x + box.width + dx)),
-    y1: Math.min(height, Math.ceil(box.y + box.height + dy)),
-  };
-}
-
-const REFINE_SIZE = 256;
-
-/**
- * A full-image mask for one detection. A detector box holds the object and a
- * lot of background; filling all of it makes the inpainting invent more than
- * needed. So: model the colours of a ring around the box (k-means in Lab),
- * keep the pixels inside the box that match none of them, close and fill that
- * shape, and widen it by a margin. When the shape is implausible (almost
- * nothing, or the whole box: the object looks like its surroundings) the
- * widened box itself is the mask.
- */
-export async function refineWithinBox(image: RgbaImage, box: Box): Promise<Uint8Array> {
-  const inner = grow(box, 0.06, image.width, image.height);
-  const outer = grow(box, 0.3, image.width, image.height);
-  const cropWidth = outer.x1 - outer.x0;
-  const cropHeight = outer.y1 - outer.y0;
-  const scale = Math.min(1, REFINE_SIZE / Math.max(cropWidth, cropHeight));
-  const crop = await cropAndScale(image, outer, scale);
-  const { width, height } = crop;
-  const toCrop = (value: number, origin: number) => Math.round((value - origin) * scale);
-  const ix0 = toCrop(inner.x0, outer.x0);
-  const iy0 = toCrop(inner.y0, outer.y0);
-  const ix1 = Math.min(width, toCrop(inner.x1, outer.x0));
-  const iy1 = Math.min(height, toCrop(inner.y1, outer.y0));
-  const inside = (x: number, y: number) => x >= ix0 && x < ix1 && y >= iy0 && y < iy1;
-
-  const lab = imageToLab(crop);
-  const ring: number[] = [];
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) if (!inside(x, y)) ring.push(y * width + x);
-  let shape: Uint8Array | undefined;
-  if (ring.length >= 32) {
-    const centroids = kMeans(lab, ring, 6);
-    const distance = (i: number) => nearestCentroid(lab, i, centroids).distance;
-    const ringDistances = ring.map(distance).sort((a, b) => a - b);
-    const threshold = Math.max(12, 1.5 * (ringDistances[Math.floor(ringDistances.length * 0.9)] ?? 0));
-    const candidate = new Uint8Array(width * height);
-    for (let y = iy0; y < iy1; y++)
-      for (let x = ix0; x < ix1; x++) if (distance(y * width + x) > threshold) candidate[y * width + x] = 255;
-    shape = plausibleShape(candidate, width, height, { ix0, iy0, ix1, iy1 });
-  }
-
-  const mask = new Uint8Array(image.width * image.height);
-  const margin = Math.max(3, Math.round(0.03 * Math.hypot(box.width, box.height)));
-  if (!shape) {
-    const widened = grow(box, 0.06, image.width, image.height);
-    for (let y = widened.y0; y < widened.y1; y++) mask.fill(255, y * image.width + widened.x0, y * image.width + widened.x1);
-    return mask;
-  }
-  for (let y = outer.y0; y < outer.y1; y++) {
-    const cy = Math.min(height - 1, Math.floor((y - outer.y0) * scale));
-    for (let x = outer.x0; x < outer.x1; x++) {
-      const cx = Math.min(width - 1, Math.floor((x - outer.x0) * scale));
-      if (shape[cy * width + cx]) mask[y * image.width + x] = 255;
-    }
-  }
-  return dilate(mask, image.width, image.height, margin);
-}
-
-async function cropAndScale(
-  image: RgbaImage,
-  area: { x0: number; y0: number; x1: number; y1: number },
-  scale: number,
-): Promise<RgbaImage> {
-  const width = area.x1 - area.x0;
-  const height = area.y1 - area.y0;
-  const data = new Uint8Array(width * height * 4);
-  for (let y = 0; y < height; y++) {
-    const start = ((area.y0 + y) * image.width + area.x0) * 4;
-    data.set(image.data.subarray(start, start + width * 4), y * width * 4);
-  }
-  const crop = { data, width, height };
-  if (scale >= 1) return crop;
-  return resizeRgba(crop, Math.max(1, Math.round(width * scale)), Math.max(1, Math.round(height * scale)));
-}
-
-/** Closes gaps, keeps the parts that reach the middle of the box, fills holes; undefined when implausible. */
-function plausibleShape(
-  candidate: Uint8Array,
-  width: number,
-  height: number,
-  inner: { ix0: number; iy0: number; ix1: number; iy1: number },
-): Uint8Array | undefined {
-  const closed = erode(dilate(candidate, width, height, 2), width, height, 2);
-  const parts = labelComponents(width, height, (i) => closed[i] === 255);
-  const central = new Set<number>();
-  const midX0 = inner.ix0 + (inner.ix1 - inner.ix0) / 4;
-  const midX1 = inner.ix1 - (inner.ix1 - inner.ix0) / 4;
-  const midY0 = inner.iy0 + (inner.iy1 - inner.iy0) / 4;
-  const midY1 = inner.iy1 - (inner.iy1 - inner.iy0) / 4;
-  for (let y = Math.floor(midY0); y < midY1; y++) {
-    for (let x = Math.floor(midX0); x < midX1; x++) {
-      const label = parts.labels[y * width + x] ?? 0;
-      if (label) central.add(label);
-    }
-  }
-  const shape = new Uint8Array(width * height);
-  for (let i = 0; i < shape.length; i++) if (central.has(parts.labels[i] ?? 0)) shape[i] = 255;
-  // Holes: background-like pockets the shape encloses belong to the object.
-  const gaps = labelComponents(width, height, (i) => shape[i] === 0);
-  for (let i = 0; i < shape.length; i++) if (!gaps.touchesBorder[gaps.labels[i] ?? 0]) shape[i] = 255;
-  const boxArea = (inner.ix1 - inner.ix0) * (inner.iy1 - inner.iy0);
-  let area = 0;
-  for (const value of shape) if (value) area++;
-  if (boxArea === 0 || area < 0.15 * boxArea || area > 0.92 * boxArea) return undefined;
-  return shape;
-}
-
-/** A few rounds of Lloyd's k-means on Lab samples, seeded deterministically. */
-function kMeans(lab: Float32Array, samples: number[], k: number): Float32Array {
-  const random = seededRandom(7);
-  const centroids = new Float32Array(k * 3);
-  for (let j = 0; j < k; j++) {
-    const sample = samples[Math.floor(random() * samples.length)] ?? 0;
-    for (let c = 0; c < 3; c++) centroids[j * 3 + c] = lab[sample * 3 + c] ?? 0;
-  }
-  const sums = new Float64Array(k * 3);
-  const counts = new Float64Array(k);
-  for (let round = 0; round < 8; round++) {
-    sums.fill(0);
-    counts.fill(0);
-    for (const sample of samples) {
-      const j = nearestCentroid(lab, sample, centroids).index;
-      counts[j] = (counts[j] ?? 0) + 1;
-      for (let c = 0; c < 3; c++) sums[j * 3 + c] = (sums[j * 3 + c] ?? 0) + (lab[sample * 3 + c] ?? 0);
-    }
-    for (let j = 0; j < k; j++) {
-      const count = counts[j] ?? 0;
-      if (count === 0) continue;
-      for (let c = 0; c < 3; c++) centroids[j * 3 + c] = (sums[j * 3 + c] ?? 0) / count;
-    }
-  }
-  return centroids;
-}
-
-/** The nearest centroid to a pixel's Lab colour and the (Euclidean) distance to it. */
-function nearestCentroid(lab: Float32Array, index: number, centroids: Float32Array): { index: number; distance: number } {
-  let best = 0;
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (let j = 0; j < centroids.length / 3; j++) {
-    const dl = (lab[index * 3] ?? 0) - (centroids[j * 3] ?? 0);
-    const da = (lab[index * 3 + 1] ?? 0) - (centroids[j * 3 + 1] ?? 0);
-    const db = (lab[index * 3 + 2] ?? 0) - (centroids[j * 3 + 2] ?? 0);
-    const distance = dl * dl + da * da + db * db;
-    if (distance < bestDistance) {
-      bestDistance = distance;
-      best = j;
-    }
-  }
-  return { index: best, distance: Math.sqrt(bestDistance) };
 }

@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import sharp from "sharp";
 import type { RgbaImage } from "../src/engine.ports";
 import { seededRandom } from "../src/seeded-random";
@@ -443,4 +444,82 @@ export function textureEnergy(image: RgbaImage, mask: { data: Uint8Array }): num
     }
   }
   return sum / count;
+}
+
+/** A scene with two things in it and where each one is, 0..255 per pixel. */
+export interface TwoThingScene {
+  jpeg: Buffer;
+  width: number;
+  height: number;
+  person: Uint8Array;
+  ball: Uint8Array;
+}
+
+/**
+ * A person with a ball beside her, inside her detector box: the astronaut
+ * portrait (a real photograph, fixtures/astronaut.jpg) cut out along its
+ * reference matte and set against a plain wall, with a tennis ball (yellow-green
+ * felt, white seams, lit from the top left) drawn at `ball` with 4x4
+ * supersampling. The object detector sees a person and, for these colours, a
+ * sports ball. 800x600, JPEG like an upload.
+ */
+export async function personWithBall(ball: { x: number; y: number; radius: number }): Promise<TwoThingScene> {
+  const width = 800;
+  const height = 600;
+  const fixtures = new URL("./fixtures/", import.meta.url);
+  const size = 440;
+  const left = 60;
+  const top = height - size;
+  const [photo, matte] = await Promise.all([
+    sharp(await readFile(new URL("astronaut.jpg", fixtures)))
+      .resize(size, size)
+      .removeAlpha()
+      .raw()
+      .toBuffer(),
+    sharp(await readFile(new URL("mattes/astronaut.png", fixtures)))
+      .resize(size, size)
+      .greyscale()
+      .raw()
+      .toBuffer(),
+  ]);
+  const rgb = new Uint8Array(width * height * 3);
+  const person = new Uint8Array(width * height);
+  const ballTruth = new Uint8Array(width * height);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      // A wall, lighter at the top.
+      const t = y / height;
+      let colour = [190 - 40 * t, 200 - 30 * t, 170 - 50 * t];
+      const px = x - left;
+      const py = y - top;
+      if (px >= 0 && py >= 0 && px < size && py < size) {
+        const a = (matte[py * size + px] ?? 0) / 255;
+        colour = colour.map((value, c) => a * (photo[(py * size + px) * 3 + c] ?? 0) + (1 - a) * value);
+        person[y * width + x] = Math.round(a * 255);
+      }
+      let covered = 0;
+      for (let s = 0; s < 16; s++) {
+        const sx = x + ((s % 4) + 0.5) / 4;
+        const sy = y + (Math.floor(s / 4) + 0.5) / 4;
+        if ((sx - ball.x) ** 2 + (sy - ball.y) ** 2 <= ball.radius ** 2) covered++;
+      }
+      if (covered > 0) {
+        const a = covered / 16;
+        const u = (x - ball.x) / ball.radius;
+        const v = (y - ball.y) / ball.radius;
+        const light = 1.2 - 0.25 * (u + v + 2);
+        const seam = Math.abs(Math.hypot(u - 1.1, v + 0.2) - 0.8) < 0.06 || Math.abs(Math.hypot(u + 1.1, v - 0.2) - 0.8) < 0.06;
+        const felt = seam ? [240, 240, 235] : [200, 225, 60];
+        colour = colour.map((value, c) => a * Math.min(255, (felt[c] ?? 0) * light) + (1 - a) * value);
+        ballTruth[y * width + x] = Math.round(a * 255);
+        // Where the ball stands in front of her, she is hidden.
+        person[y * width + x] = Math.round((person[y * width + x] ?? 0) * (1 - a));
+      }
+      for (let c = 0; c < 3; c++) rgb[(y * width + x) * 3 + c] = Math.max(0, Math.min(255, Math.round(colour[c] ?? 0)));
+    }
+  }
+  const jpeg = await sharp(rgb, { raw: { width, height, channels: 3 } })
+    .jpeg({ quality: 90 })
+    .toBuffer();
+  return { jpeg, width, height, person, ball: ballTruth };
 }
