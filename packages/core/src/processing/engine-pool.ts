@@ -1,8 +1,7 @@
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { EditRequest, EditResult, ImageEngine } from "../engine/engine.ports";
 import { EngineError, type EngineFailureReason } from "../engine/engine-error";
+import { workerScript } from "../engine/worker-script";
 import type { Logger } from "../lib/logger";
 import type { EngineWorkerOptions } from "./engine.worker";
 
@@ -32,7 +31,7 @@ interface Slot {
   configuring: { resolve(): void; reject(error: Error): void }[];
 }
 
-const workerUrl = new URL(`./engine.worker.${import.meta.url.endsWith(".ts") ? "ts" : "js"}`, import.meta.url);
+const script = workerScript("engine.worker", import.meta.url);
 /** How long a cancelled edit may take to notice before its thread is terminated. */
 const CANCEL_GRACE_MS = 5_000;
 
@@ -116,10 +115,7 @@ export class EnginePool implements ImageEngine {
   }
 
   private spawn(): Slot {
-    const execArgv = workerUrl.pathname.endsWith(".ts")
-      ? ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href]
-      : [];
-    const worker = new Worker(workerUrl, { workerData: this.options, execArgv });
+    const worker = new Worker(script.url, { workerData: this.options, execArgv: script.execArgv });
     const slot: Slot = { worker, task: undefined, configuring: [] };
     worker.on("message", (reply: WorkerReply) => {
       if (reply.kind === "edited") this.settle(slot, reply);
