@@ -55,8 +55,9 @@ export const serverBuild = defineConfig({
   entry: {
     main: "src/main.ts",
     admin: "src/admin/admin.main.ts",
-    // engine-pool.ts starts its threads from `./engine.worker.js` next to itself.
+    // Threads start from their entry's file next to the module that starts them (engine/worker-script.ts).
     "engine.worker": "../core/src/processing/engine.worker.ts",
+    "object-detector.worker": "../core/src/engine/object-detector.worker.ts",
   },
   format: ["esm"],
   target: "node22",

@@ -127,8 +127,9 @@ async function bundle(): Promise<string> {
   await build({
     entryPoints: {
       "memory.bench": fileURLToPath(import.meta.url),
-      // engine-pool.ts starts its threads from `./engine.worker.js` next to itself.
+      // Threads start from their entry's file next to the module that starts them (engine/worker-script.ts).
       "engine.worker": fileURLToPath(new URL("../src/processing/engine.worker.ts", import.meta.url)),
+      "object-detector.worker": fileURLToPath(new URL("../src/engine/object-detector.worker.ts", import.meta.url)),
     },
     outdir: bundleDirectory,
     bundle: true,

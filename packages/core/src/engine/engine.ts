@@ -90,10 +90,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     backgroundRemover,
     objectRemover,
     generativeEditor,
-    warmUps: [
-      ...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : []),
-      ...(detector instanceof HumanObjectDetector && !options.objectRemover ? [() => detector.load()] : []),
-    ],
+    warmUps: [...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : [])],
   });
 }
 

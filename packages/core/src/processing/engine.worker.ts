@@ -10,7 +10,7 @@ export type EngineWorkerOptions = Pick<ImageEngineOptions, "maxPixels" | "backgr
 if (parentPort) {
   const port = parentPort;
   let engine = createImageEngine(workerData as EngineWorkerOptions);
-  // Load the detector (and any ONNX model) while the thread waits for its first edit.
+  // Load any ONNX model while the thread waits for its first edit (the detector runs in a thread of its own).
   let warm = Promise.resolve(engine.warmUp?.()).catch(() => {
     // A model that fails to load fails the edits that need it, with their refund.
   });
