@@ -1,8 +1,10 @@
 import type { Config } from "../config/env";
 import { ClassicalBackgroundRemover } from "./background-removal.classical";
 import { OnnxBackgroundRemover } from "./background-removal.onnx";
+import { readTerm } from "./detection-vocabulary";
 import type {
   BackgroundRemover,
+  Detection,
   EditRequest,
   EditResult,
   GenerativeEditor,
@@ -13,10 +15,11 @@ import type {
   OutputFormat,
   RgbaImage,
   SaliencyModelKind,
+  WorkContext,
 } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
-import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, encodeImage } from "./image-codec";
+import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "./image-codec";
 import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
 import { PatchMatchInpainter } from "./patch-inpainter";
@@ -88,9 +91,13 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     : undefined;
   const backgroundRemover = options.backgroundRemover ?? onnxRemover ?? new ClassicalBackgroundRemover();
   const detector = options.detector ?? new HumanObjectDetector();
+  const earlyDetector =
+    !options.objectRemover && detector.inputSize ? new EarlyDetector(detector, detector.inputSize) : undefined;
   const objectRemover =
     options.objectRemover ??
-    new DetectAndInpaintRemover(detector, options.inpainter ?? new PatchMatchInpainter(), { segmenter: onnxRemover });
+    new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? new PatchMatchInpainter(), {
+      segmenter: onnxRemover,
+    });
   const generativeEditor = options.generativeEditor ?? new SharpCatalogEditor(backgroundRemover);
   return new BuiltInImageEngine({
     maxPixels: options.maxPixels ?? DEFAULT_MAX_PIXELS,
@@ -98,8 +105,52 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     objectRemover,
     generativeEditor,
     warmUps: [...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : [])],
+    earlyDetector,
     collectGarbage: options.collectGarbage,
   });
+}
+
+/**
+ * Object removal without a mask asks the detector first, on the input decoded
+ * at the detector's own size, and decodes the full frame after: the detector
+ * (a thread of about 115 MB while it runs) and the frame (48 MB at 12 MP) are
+ * never in memory together. The remover gets these boxes, scaled to the full
+ * size, when it asks about that frame.
+ */
+class EarlyDetector implements ObjectDetector {
+  readonly labels: readonly string[];
+  private readonly found = new WeakMap<RgbaImage, Detection[]>();
+
+  constructor(
+    private readonly detector: ObjectDetector,
+    private readonly side: number,
+  ) {
+    this.labels = detector.labels;
+  }
+
+  /** Boxes in full-size pixels; undefined when this early pass fails (the remover then detects as usual, with the usual errors). */
+  async detectEncoded(bytes: Buffer, maxPixels: number, context: WorkContext): Promise<Detection[] | undefined> {
+    try {
+      const { image, width, height } = await decodeSquare(bytes, this.side, maxPixels);
+      const sx = width / image.width;
+      const sy = height / image.height;
+      return (await this.detector.detect(image, context)).map(({ box, ...detection }) => ({
+        ...detection,
+        box: { x: box.x * sx, y: box.y * sy, width: box.width * sx, height: box.height * sy },
+      }));
+    } catch {
+      return undefined;
+    }
+  }
+
+  remember(image: RgbaImage, detections: Detection[]): void {
+    this.found.set(image, detections);
+  }
+
+  detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
+    const found = this.found.get(image);
+    return found ? Promise.resolve(found) : this.detector.detect(image, context);
+  }
 }
 
 interface EngineParts {
@@ -108,6 +159,7 @@ interface EngineParts {
   objectRemover: ObjectRemover;
   generativeEditor: GenerativeEditor;
   warmUps: (() => Promise<void>)[];
+  earlyDetector: EarlyDetector | undefined;
   collectGarbage: (() => void) | undefined;
 }
 
@@ -157,8 +209,16 @@ class BuiltInImageEngine implements ImageEngine {
   private async produce(request: EditRequest, route: PromptRoute): Promise<{ output: RgbaImage; format: OutputFormat }> {
     const { signal } = request;
     const context = { signal };
-    const { maxPixels } = this.parts;
+    const { maxPixels, earlyDetector } = this.parts;
+    const detectFirst =
+      earlyDetector !== undefined &&
+      route.workflow === "object_removal" &&
+      request.mask === undefined &&
+      route.removalTerms.length > 0 &&
+      route.removalTerms.every((term) => readTerm(term).kind === "target");
+    const early = detectFirst ? await earlyDetector.detectEncoded(request.image, maxPixels, context) : undefined;
     const image = await decodeImage(request.image, maxPixels);
+    if (early) earlyDetector?.remember(image, early);
     const mask = request.mask ? await decodeMask(request.mask, image.width, image.height, maxPixels) : undefined;
     throwIfCancelled(signal);
 

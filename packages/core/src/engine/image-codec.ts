@@ -280,6 +280,32 @@ export async function decodeImage(bytes: Buffer, maxPixels: number = DEFAULT_MAX
 }
 
 /**
+ * Decodes straight to `side` x `side` RGBA (stretched, EXIF orientation
+ * applied), with the displayed size of the whole image: what a detector that
+ * looks at every picture as one square sees, without a full-size frame in
+ * memory (JPEG's own downscaling does most of the work).
+ */
+export async function decodeSquare(
+  bytes: Buffer,
+  side: number,
+  maxPixels: number = DEFAULT_MAX_PIXELS,
+): Promise<{ image: RgbaImage; width: number; height: number }> {
+  const { width, height } = await inspectImage(bytes, maxPixels);
+  try {
+    const { data, info } = await sharpInput(bytes, maxPixels)
+      .autoOrient()
+      .resize(side, side, { fit: "fill" })
+      .toColourspace("srgb")
+      .ensureAlpha()
+      .raw({ depth: "uchar" })
+      .toBuffer({ resolveWithObject: true });
+    return { image: { data, width: info.width, height: info.height }, width, height };
+  } catch (error) {
+    throw new EngineError("unsupported_image", "The image could not be decoded (truncated or corrupt file).", { cause: error });
+  }
+}
+
+/**
  * Decodes a mask and resizes it to the image. White marks the area to edit;
  * transparent pixels count as black, so white strokes painted on a
  * transparent layer work too.

@@ -128,6 +128,7 @@ function detectInThread(pixels: Uint8Array, signal: AbortSignal | undefined): Pr
 
 export class HumanObjectDetector implements ObjectDetector {
   readonly labels: readonly string[] = COCO_LABELS;
+  readonly inputSize = INPUT_SIZE;
   private readonly minScore: number;
   private readonly overlap: number;
 
