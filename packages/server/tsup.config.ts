@@ -55,9 +55,10 @@ export const serverBuild = defineConfig({
   entry: {
     main: "src/main.ts",
     admin: "src/admin/admin.main.ts",
-    // engine-pool.ts starts its threads from `./engine.worker.js` and `./inference.worker.js` next to itself.
+    // Threads start from their entry's file next to the module that starts them (engine/src/worker-script.ts).
     "engine.worker": "../engine/src/engine.worker.ts",
     "inference.worker": "../engine/src/inference.worker.ts",
+    "object-detector.worker": "../engine/src/object-detector.worker.ts",
   },
   format: ["esm"],
   target: "node22",

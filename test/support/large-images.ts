@@ -10,9 +10,12 @@ import sharp, { type Sharp } from "sharp";
  */
 const photograph = new URL("../../packages/engine/test/fixtures/coffee.jpg", import.meta.url);
 
-/** The photograph at `width` x `height` with grain of roughly `grain` levels (standard deviation x 1.4), unencoded. */
-export async function grainyPhoto(width: number, height: number, grain: number): Promise<Sharp> {
-  const { data } = await sharp(await readFile(photograph))
+/**
+ * The photograph (by default coffee.jpg; any of the engine's fixture photos) at
+ * `width` x `height` with grain of roughly `grain` levels (standard deviation x 1.4), unencoded.
+ */
+export async function grainyPhoto(width: number, height: number, grain: number, photo: URL = photograph): Promise<Sharp> {
+  const { data } = await sharp(await readFile(photo))
     .resize(width, height, { fit: "cover" })
     .removeAlpha()
     .raw()

@@ -1,12 +1,11 @@
-import { createRequire } from "node:module";
 import os from "node:os";
-import { pathToFileURL } from "node:url";
 import { MessageChannel, Worker } from "node:worker_threads";
 import type { EditRequest, EditResult, ImageEngine } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import type { EngineWorkerOptions, InferenceMessage, WorkerMessage, WorkerReply, WorkerRequest } from "./engine-worker.protocol";
 import type { InferenceWorkerOptions } from "./inference.worker";
 import type { OnnxModelSpec } from "./onnx-runner";
+import { workerScript } from "./worker-script";
 
 /** Where the pool reports a thread it had to terminate or restart (a pino logger fits). */
 export interface PoolLogger {
@@ -35,9 +34,8 @@ interface Slot {
   connected: boolean;
 }
 
-const extension = import.meta.url.endsWith(".ts") ? "ts" : "js";
-const workerUrl = new URL(`./engine.worker.${extension}`, import.meta.url);
-const inferenceUrl = new URL(`./inference.worker.${extension}`, import.meta.url);
+const engineScript = workerScript("engine.worker", import.meta.url);
+const inferenceScript = workerScript("inference.worker", import.meta.url);
 /** How long a cancelled edit may take to notice before its thread is terminated. */
 const CANCEL_GRACE_MS = 5_000;
 
@@ -55,11 +53,6 @@ function usesModels(options: EngineWorkerOptions): boolean {
 function modelSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
   const model = options.backgroundModel ?? (options.backgroundModelPath ? { path: options.backgroundModelPath } : undefined);
   return model ? [{ path: model.path, ...(model.inputSize ? { inputSize: model.inputSize } : {}) }] : [];
-}
-
-/** Worker options that make a TypeScript entry runnable (tests and `pnpm dev` run the sources). */
-function execArgv(url: URL): string[] {
-  return url.pathname.endsWith(".ts") ? ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href] : [];
 }
 
 /**
@@ -148,7 +141,7 @@ export class EnginePool implements ImageEngine {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(workerUrl, { workerData: this.options, execArgv: execArgv(workerUrl) });
+    const worker = new Worker(engineScript.url, { workerData: this.options, execArgv: engineScript.execArgv });
     const slot: Slot = { worker, task: undefined, configuring: [], connected: false };
     worker.on("message", (reply: WorkerReply) => {
       if (reply.kind === "edited") this.settle(slot, reply);
@@ -181,7 +174,7 @@ export class EnginePool implements ImageEngine {
     const workerData: InferenceWorkerOptions = {
       threads: this.poolOptions.inferenceThreads ?? os.availableParallelism(),
     };
-    const inference = new Worker(inferenceUrl, { workerData, execArgv: execArgv(inferenceUrl) });
+    const inference = new Worker(inferenceScript.url, { workerData, execArgv: inferenceScript.execArgv });
     inference.on("error", (error) => this.logger.warn({ err: error }, "the inference thread failed"));
     inference.on("exit", (code) => {
       if (this.inference !== inference) return;

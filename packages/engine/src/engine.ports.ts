@@ -129,6 +129,13 @@ export interface Detection {
 export interface ObjectDetector {
   /** Every label the detector can report. */
   readonly labels: readonly string[];
+  /**
+   * The side of the square picture the detector looks at, when it resizes
+   * every image to one (boxes still come in the given image's pixels). The
+   * engine then detects on the input decoded at that size, before decoding
+   * it at full size.
+   */
+  readonly inputSize?: number;
   detect(image: RgbaImage, context: WorkContext): Promise<Detection[]>;
 }
 

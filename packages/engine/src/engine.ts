@@ -1,7 +1,9 @@
 import { ClassicalBackgroundRemover } from "./background-removal.classical";
 import { OnnxBackgroundRemover } from "./background-removal.onnx";
+import { readTerm } from "./detection-vocabulary";
 import type {
   BackgroundRemover,
+  Detection,
   EditRequest,
   EditResult,
   GenerativeEditor,
@@ -12,15 +14,16 @@ import type {
   OutputFormat,
   RgbaImage,
   SaliencyModelKind,
+  WorkContext,
 } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
-import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, encodeImage } from "./image-codec";
+import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "./image-codec";
 import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
-import { routePrompt } from "./prompt-router";
+import { type PromptRoute, routePrompt } from "./prompt-router";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -51,6 +54,13 @@ export interface ImageEngineOptions {
   inpainter?: Inpainter;
   /** Where ONNX models run. Default: one runner per thread; the engine pool lends its inference thread's. */
   onnxRunner?: OnnxRunner;
+  /**
+   * A full garbage collection, called between the workflow and the encoder:
+   * the decoded input (48 MB at 12 MP) and the workflow's buffers are garbage
+   * then, and without it they stay taken while the encoder allocates. The
+   * pool's threads pass V8's `gc`.
+   */
+  collectGarbage?: () => void;
 }
 
 /**
@@ -72,20 +82,66 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     : undefined;
   const backgroundRemover = options.backgroundRemover ?? onnxRemover ?? new ClassicalBackgroundRemover();
   const detector = options.detector ?? new HumanObjectDetector();
+  const earlyDetector =
+    !options.objectRemover && detector.inputSize ? new EarlyDetector(detector, detector.inputSize) : undefined;
   const objectRemover =
     options.objectRemover ??
-    new DetectAndInpaintRemover(detector, options.inpainter ?? new PatchMatchInpainter(), { segmenter: onnxRemover });
+    new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? new PatchMatchInpainter(), {
+      segmenter: onnxRemover,
+    });
   const generativeEditor = options.generativeEditor ?? new SharpCatalogEditor(backgroundRemover);
   return new BuiltInImageEngine({
     maxPixels: options.maxPixels ?? DEFAULT_MAX_PIXELS,
     backgroundRemover,
     objectRemover,
     generativeEditor,
-    warmUps: [
-      ...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : []),
-      ...(detector instanceof HumanObjectDetector && !options.objectRemover ? [() => detector.load()] : []),
-    ],
+    warmUps: [...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : [])],
+    earlyDetector,
+    collectGarbage: options.collectGarbage,
   });
+}
+
+/**
+ * Object removal without a mask asks the detector first, on the input decoded
+ * at the detector's own size, and decodes the full frame after: the detector
+ * (a thread of about 115 MB while it runs) and the frame (48 MB at 12 MP) are
+ * never in memory together. The remover gets these boxes, scaled to the full
+ * size, when it asks about that frame.
+ */
+class EarlyDetector implements ObjectDetector {
+  readonly labels: readonly string[];
+  private readonly found = new WeakMap<RgbaImage, Detection[]>();
+
+  constructor(
+    private readonly detector: ObjectDetector,
+    private readonly side: number,
+  ) {
+    this.labels = detector.labels;
+  }
+
+  /** Boxes in full-size pixels; undefined when this early pass fails (the remover then detects as usual, with the usual errors). */
+  async detectEncoded(bytes: Buffer, maxPixels: number, context: WorkContext): Promise<Detection[] | undefined> {
+    try {
+      const { image, width, height } = await decodeSquare(bytes, this.side, maxPixels);
+      const sx = width / image.width;
+      const sy = height / image.height;
+      return (await this.detector.detect(image, context)).map(({ box, ...detection }) => ({
+        ...detection,
+        box: { x: box.x * sx, y: box.y * sy, width: box.width * sx, height: box.height * sy },
+      }));
+    } catch {
+      return undefined;
+    }
+  }
+
+  remember(image: RgbaImage, detections: Detection[]): void {
+    this.found.set(image, detections);
+  }
+
+  detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
+    const found = this.found.get(image);
+    return found ? Promise.resolve(found) : this.detector.detect(image, context);
+  }
 }
 
 interface EngineParts {
@@ -94,6 +150,8 @@ interface EngineParts {
   objectRemover: ObjectRemover;
   generativeEditor: GenerativeEditor;
   warmUps: (() => Promise<void>)[];
+  earlyDetector: EarlyDetector | undefined;
+  collectGarbage: (() => void) | undefined;
 }
 
 const OUTPUT_FORMATS = new Set<OutputFormat>(["jpeg", "png", "webp"]);
@@ -116,7 +174,6 @@ class BuiltInImageEngine implements ImageEngine {
 
   private async run(request: EditRequest): Promise<EditResult> {
     const { signal } = request;
-    const context = { signal };
     if (request.format !== undefined && !OUTPUT_FORMATS.has(request.format)) {
       throw new EngineError("invalid_request", `Unknown output format "${request.format}": use jpeg, png or webp.`);
     }
@@ -125,8 +182,34 @@ class BuiltInImageEngine implements ImageEngine {
     }
     throwIfCancelled(signal);
     const route = routePrompt({ prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined });
-    const { maxPixels } = this.parts;
+    const { output, format } = await this.produce(request, route);
+    // The decoded input and every buffer of the workflow are garbage once produce() has returned.
+    this.parts.collectGarbage?.();
+    throwIfCancelled(signal);
+    const encoded = await encodeImage(output, format, request.quality ?? DEFAULT_QUALITY);
+    return {
+      image: encoded.data,
+      format: encoded.format,
+      width: encoded.width,
+      height: encoded.height,
+      workflow: route.workflow,
+    };
+  }
+
+  /** Decodes and runs the workflow: the picture to encode and its format. */
+  private async produce(request: EditRequest, route: PromptRoute): Promise<{ output: RgbaImage; format: OutputFormat }> {
+    const { signal } = request;
+    const context = { signal };
+    const { maxPixels, earlyDetector } = this.parts;
+    const detectFirst =
+      earlyDetector !== undefined &&
+      route.workflow === "object_removal" &&
+      request.mask === undefined &&
+      route.removalTerms.length > 0 &&
+      route.removalTerms.every((term) => readTerm(term).kind === "target");
+    const early = detectFirst ? await earlyDetector.detectEncoded(request.image, maxPixels, context) : undefined;
     const image = await decodeImage(request.image, maxPixels);
+    if (early) earlyDetector?.remember(image, early);
     const mask = request.mask ? await decodeMask(request.mask, image.width, image.height, maxPixels) : undefined;
     throwIfCancelled(signal);
 
@@ -157,14 +240,6 @@ class BuiltInImageEngine implements ImageEngine {
         format = request.format ?? "jpeg";
         break;
     }
-    throwIfCancelled(signal);
-    const encoded = await encodeImage(output, format, request.quality ?? DEFAULT_QUALITY);
-    return {
-      image: encoded.data,
-      format: encoded.format,
-      width: encoded.width,
-      height: encoded.height,
-      workflow: route.workflow,
-    };
+    return { output, format };
   }
 }

@@ -2,6 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { createImageEngine } from "./engine";
 import { isEngineError } from "./engine-error";
 import type { EngineWorkerOptions, WorkerMessage, WorkerReply } from "./engine-worker.protocol";
+import { collectGarbage } from "./garbage-collection";
 import { RemoteOnnxRunner } from "./onnx-runner.remote";
 
 /** One engine thread: edits one image at a time for the pool. */
@@ -9,8 +10,8 @@ if (parentPort) {
   const port = parentPort;
   // Models run in the pool's inference thread, shared by every engine thread.
   const onnxRunner = new RemoteOnnxRunner();
-  let engine = createImageEngine({ ...(workerData as EngineWorkerOptions), onnxRunner });
-  // Load the detector (and any ONNX model) while the thread waits for its first edit.
+  let engine = createImageEngine({ ...(workerData as EngineWorkerOptions), onnxRunner, collectGarbage });
+  // Load any ONNX model while the thread waits for its first edit (the detector runs in a thread of its own).
   let warm = Promise.resolve(engine.warmUp?.()).catch(() => {
     // A model that fails to load fails the edits that need it, with their refund.
   });
@@ -28,7 +29,7 @@ if (parentPort) {
     if (message.kind === "configure") {
       // The new engine loads beside the current one, which keeps editing until the swap.
       try {
-        const next = createImageEngine({ ...message.options, onnxRunner });
+        const next = createImageEngine({ ...message.options, onnxRunner, collectGarbage });
         await next.warmUp?.();
         engine = next;
         warm = Promise.resolve();
@@ -53,6 +54,8 @@ if (parentPort) {
         ...(mask ? { mask: Buffer.from(mask.buffer, mask.byteOffset, mask.byteLength) } : {}),
         signal: controller.signal,
       });
+      // The edited frame (48 MB at 12 MP) is garbage now: collected before its encoded bytes are copied.
+      collectGarbage();
       const bytes = new Uint8Array(result.image.byteLength);
       bytes.set(result.image);
       port.postMessage({ kind: "edited", id: message.id, ok: true, result: { ...result, image: bytes } } satisfies WorkerReply, [
@@ -70,6 +73,8 @@ if (parentPort) {
       port.postMessage(reply);
     } finally {
       running.delete(message.id);
+      // After the reply is on its way: the edit's buffers are garbage now.
+      collectGarbage();
     }
   });
 }

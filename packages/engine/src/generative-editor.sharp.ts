@@ -145,8 +145,9 @@ export class SharpCatalogEditor implements GenerativeEditor {
   private async blurBackground(image: RgbaImage, strength: number, context: WorkContext): Promise<RgbaImage> {
     const subject = await this.backgroundRemover.removeBackground(image, context);
     const sigma = Math.max(2, (Math.max(image.width, image.height) / 150) * strength);
-    const blurred = await pipe(image, (s) => s.blur(sigma));
-    const { data, info } = await sharp(blurred.data, raw(blurred))
+    // One pipeline: the blurred copy is never a whole frame in memory of its own.
+    const { data, info } = await sharp(image.data, raw(image))
+      .blur(sigma)
       .composite([{ input: asBuffer(subject.data), raw: { width: subject.width, height: subject.height, channels: 4 } }])
       .raw()
       .toBuffer({ resolveWithObject: true });

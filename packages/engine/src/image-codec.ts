@@ -280,6 +280,32 @@ export async function decodeImage(bytes: Buffer, maxPixels: number = DEFAULT_MAX
 }
 
 /**
+ * Decodes straight to `side` x `side` RGBA (stretched, EXIF orientation
+ * applied), with the displayed size of the whole image: what a detector that
+ * looks at every picture as one square sees, without a full-size frame in
+ * memory (JPEG's own downscaling does most of the work).
+ */
+export async function decodeSquare(
+  bytes: Buffer,
+  side: number,
+  maxPixels: number = DEFAULT_MAX_PIXELS,
+): Promise<{ image: RgbaImage; width: number; height: number }> {
+  const { width, height } = await inspectImage(bytes, maxPixels);
+  try {
+    const { data, info } = await sharpInput(bytes, maxPixels)
+      .autoOrient()
+      .resize(side, side, { fit: "fill" })
+      .toColourspace("srgb")
+      .ensureAlpha()
+      .raw({ depth: "uchar" })
+      .toBuffer({ resolveWithObject: true });
+    return { image: { data, width: info.width, height: info.height }, width, height };
+  } catch (error) {
+    throw new EngineError("unsupported_image", "The image could not be decoded (truncated or corrupt file).", { cause: error });
+  }
+}
+
+/**
  * Decodes a mask and resizes it to the image. White marks the area to edit;
  * transparent pixels count as black, so white strokes painted on a
  * transparent layer work too.
@@ -323,6 +349,15 @@ export interface EncodedImage {
 }
 
 /**
+ * Up to this size JPEG Huffman tables are optimised for the picture. That
+ * takes a second pass over a buffer of every DCT coefficient of the frame,
+ * about 12 bytes per pixel at 4:4:4: 150 MB for 12 MP, and 2 to 3 times the
+ * encoding time, for files 2-5% smaller (measured: 3.8% at 12 MP, q90,
+ * 4:4:4). Above it the standard tables are used and the encoder streams.
+ */
+const OPTIMISED_JPEG_MAX_PIXELS = 4_000_000;
+
+/**
  * Encodes, then reads width, height and format back from the output itself.
  * JPEG has no alpha: transparent pixels are flattened onto white.
  */
@@ -332,7 +367,11 @@ export async function encodeImage(image: RgbaImage, format: OutputFormat, qualit
   if (!transparent) pipeline = pipeline.removeAlpha();
   if (format === "jpeg") {
     if (transparent) pipeline = pipeline.flatten({ background: "#ffffff" });
-    pipeline = pipeline.jpeg({ quality, chromaSubsampling: quality >= 90 ? "4:4:4" : "4:2:0" });
+    pipeline = pipeline.jpeg({
+      quality,
+      chromaSubsampling: quality >= 90 ? "4:4:4" : "4:2:0",
+      optimiseCoding: image.width * image.height <= OPTIMISED_JPEG_MAX_PIXELS,
+    });
   } else if (format === "png") {
     pipeline = pipeline.png({ compressionLevel: 6, adaptiveFiltering: false });
   } else {

@@ -1,12 +1,14 @@
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { Worker } from "node:worker_threads";
 import type { GraphModel } from "@tensorflow/tfjs-converter";
 import sharp from "sharp";
 import { COCO_LABELS } from "./detection-vocabulary";
 import type { Detection, ObjectDetector, RgbaImage, WorkContext } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { throwIfCancelled } from "./work-checkpoint";
+import { workerScript } from "./worker-script";
 
 /**
  * COCO object detection, offline: the CenterNet (MobileNet-v3 backbone) model
@@ -19,6 +21,14 @@ import { throwIfCancelled } from "./work-checkpoint";
  * detections [x1, y1, x2, y2, score, class] in input pixels, already decoded
  * from CenterNet's heat maps; this module keeps those above `minScore` and
  * removes overlapping duplicates per class.
+ *
+ * The model runs in a thread of its own, started for each detection and ended
+ * after it (object-detector.worker.ts). A WebAssembly memory never shrinks:
+ * one pass at 512x512 grows TensorFlow.js's to 65 MB, and with the loaded
+ * model the thread holds about 115 MB, which every engine thread would
+ * otherwise keep from its first removal on. Starting the thread and loading
+ * the model, and a first pass slower than later ones in the same thread, cost
+ * about 0.5 to 1 s per detection (docs/engine.md).
  */
 export interface HumanObjectDetectorOptions {
   /** Detections below this score are ignored. Default 0.2 (Human's own default). */
@@ -30,48 +40,95 @@ export interface HumanObjectDetectorOptions {
 const INPUT_SIZE = 512;
 const OUTPUT_NODE = "tower_0/detections";
 
-interface LoadedModel {
-  tf: typeof import("@tensorflow/tfjs-core");
-  model: GraphModel;
+/** What the detection thread gets: the picture at 512x512, RGB. */
+export interface DetectorThreadInput {
+  pixels: Uint8Array;
 }
 
-let loading: Promise<LoadedModel> | undefined;
+/** What it answers: the graph's output rows, or why it could not run. */
+export type DetectorThreadReply = { ok: true; rows: Float32Array } | { ok: false; message: string };
 
-/** The model loads once per process; TensorFlow.js keeps one global backend anyway. */
-function loadModel(): Promise<LoadedModel> {
-  loading ??= (async () => {
-    try {
-      const require = createRequire(import.meta.url);
-      const tf = await import("@tensorflow/tfjs-core");
-      const wasm = await import("@tensorflow/tfjs-backend-wasm");
-      const converter = await import("@tensorflow/tfjs-converter");
-      wasm.setWasmPaths(`${path.dirname(require.resolve("@tensorflow/tfjs-backend-wasm"))}${path.sep}`);
-      if (!(await tf.setBackend("wasm"))) throw new Error("the TensorFlow.js WebAssembly backend did not start");
-      await tf.ready();
-      const modelDirectory = path.join(path.dirname(require.resolve("@vladmandic/human")), "..", "models");
-      const manifest = JSON.parse(await readFile(path.join(modelDirectory, "centernet.json"), "utf8"));
-      const weights = await readFile(path.join(modelDirectory, "centernet.bin"));
-      const model = await converter.loadGraphModel(
-        tf.io.fromMemory({
-          modelTopology: manifest.modelTopology,
-          weightSpecs: manifest.weightsManifest[0].weights,
-          weightData: weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength),
-          format: manifest.format,
-          generatedBy: manifest.generatedBy,
-          convertedBy: manifest.convertedBy,
-        }),
-      );
-      return { tf, model };
-    } catch (error) {
-      loading = undefined;
-      throw new EngineError("model_failed", "The object detector could not be loaded.", { cause: error });
-    }
-  })();
-  return loading;
+const thread = workerScript("object-detector.worker", import.meta.url);
+
+/**
+ * Loads the model and runs it once on `pixels` (512x512 RGB), in the calling
+ * thread: object-detector.worker.ts calls it. TensorFlow.js keeps one global
+ * backend per thread, which is one more reason for a thread of its own.
+ */
+export async function runCenterNet(pixels: Uint8Array): Promise<Float32Array> {
+  let loaded: { tf: typeof import("@tensorflow/tfjs-core"); model: GraphModel };
+  try {
+    const require = createRequire(import.meta.url);
+    const tf = await import("@tensorflow/tfjs-core");
+    const wasm = await import("@tensorflow/tfjs-backend-wasm");
+    const converter = await import("@tensorflow/tfjs-converter");
+    wasm.setWasmPaths(`${path.dirname(require.resolve("@tensorflow/tfjs-backend-wasm"))}${path.sep}`);
+    if (!(await tf.setBackend("wasm"))) throw new Error("the TensorFlow.js WebAssembly backend did not start");
+    await tf.ready();
+    const modelDirectory = path.join(path.dirname(require.resolve("@vladmandic/human")), "..", "models");
+    const manifest = JSON.parse(await readFile(path.join(modelDirectory, "centernet.json"), "utf8"));
+    const weights = await readFile(path.join(modelDirectory, "centernet.bin"));
+    const model = await converter.loadGraphModel(
+      tf.io.fromMemory({
+        modelTopology: manifest.modelTopology,
+        weightSpecs: manifest.weightsManifest[0].weights,
+        weightData: weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength),
+        format: manifest.format,
+        generatedBy: manifest.generatedBy,
+        convertedBy: manifest.convertedBy,
+      }),
+    );
+    loaded = { tf, model };
+  } catch (error) {
+    throw new EngineError("model_failed", "The object detector could not be loaded.", { cause: error });
+  }
+  const { tf, model } = loaded;
+  const rows = tf.tidy(() => {
+    const input = tf.tensor4d(Float32Array.from(pixels), [1, INPUT_SIZE, INPUT_SIZE, 3]);
+    return model.execute(input, OUTPUT_NODE) as import("@tensorflow/tfjs-core").Tensor;
+  });
+  const values = (await rows.data()) as Float32Array;
+  rows.dispose();
+  return values;
+}
+
+/** Runs the model in a thread that ends with the detection (or at once, when the edit is cancelled). */
+function detectInThread(pixels: Uint8Array, signal: AbortSignal | undefined): Promise<Float32Array> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(thread.url, {
+      workerData: { pixels } satisfies DetectorThreadInput,
+      execArgv: thread.execArgv,
+    });
+    let settled = false;
+    const finish = (settle: () => void): void => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener("abort", onAbort);
+      void worker.terminate();
+      settle();
+    };
+    const onAbort = () =>
+      finish(() => reject(new EngineError("cancelled", "The edit was cancelled.", { cause: signal?.reason })));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    worker.once("message", (reply: DetectorThreadReply) =>
+      finish(() =>
+        reply.ok ? resolve(reply.rows) : reject(new EngineError("model_failed", `The object detector failed: ${reply.message}`)),
+      ),
+    );
+    worker.once("error", (error) =>
+      finish(() => reject(new EngineError("model_failed", "The object detector failed.", { cause: error }))),
+    );
+    worker.once("exit", (code) =>
+      finish(() =>
+        reject(new EngineError("model_failed", `The object detector's thread exited (code ${code}) without an answer.`)),
+      ),
+    );
+  });
 }
 
 export class HumanObjectDetector implements ObjectDetector {
   readonly labels: readonly string[] = COCO_LABELS;
+  readonly inputSize = INPUT_SIZE;
   private readonly minScore: number;
   private readonly overlap: number;
 
@@ -80,25 +137,14 @@ export class HumanObjectDetector implements ObjectDetector {
     this.overlap = options.overlap ?? 0.4;
   }
 
-  /** Loads the model now instead of at the first detection. */
-  async load(): Promise<void> {
-    await loadModel();
-  }
-
   async detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
-    const { tf, model } = await loadModel();
     throwIfCancelled(context.signal);
     const { data } = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
       .removeAlpha()
       .resize(INPUT_SIZE, INPUT_SIZE, { fit: "fill" })
       .raw()
       .toBuffer({ resolveWithObject: true });
-    const rows = tf.tidy(() => {
-      const input = tf.tensor4d(Float32Array.from(data), [1, INPUT_SIZE, INPUT_SIZE, 3]);
-      return model.execute(input, OUTPUT_NODE) as import("@tensorflow/tfjs-core").Tensor;
-    });
-    const values = (await rows.data()) as Float32Array;
-    rows.dispose();
+    const values = await detectInThread(data, context.signal);
     const scaleX = image.width / INPUT_SIZE;
     const scaleY = image.height / INPUT_SIZE;
     const detections: Detection[] = [];

@@ -1,9 +1,8 @@
 import { readFile } from "node:fs/promises";
 import os from "node:os";
-import v8 from "node:v8";
-import { runInNewContext } from "node:vm";
 import type { InferenceSession } from "onnxruntime-node";
 import { EngineError } from "./engine-error";
+import { collectGarbage } from "./garbage-collection";
 import { declaredInputSize, resizeModelInput } from "./models/model-input-size";
 import { throwIfCancelled } from "./work-checkpoint";
 
@@ -162,18 +161,6 @@ export class LocalOnnxRunner implements OnnxRunner {
     // A model with symbolic height and width takes any size as it is.
     return declaredInputSize(file) ? resizeModelInput(file, spec.inputSize) : spec.path;
   }
-}
-
-/**
- * A full garbage collection now. Node gives no API for it without the
- * --expose-gc flag, which a library cannot ask of its host; the flag can be
- * set at run time and `gc` taken from a new context (Jest's --logHeapUsage
- * does the same).
- */
-function collectGarbage(): void {
-  v8.setFlagsFromString("--expose-gc");
-  const gc = runInNewContext("gc") as (() => void) | undefined;
-  gc?.();
 }
 
 function describe(error: unknown): string {

@@ -6,10 +6,13 @@ import { beforeAll, describe, expect, it } from "vitest";
 import {
   ClassicalBackgroundRemover,
   createImageEngine,
+  type Detection,
   type EditRequest,
   EngineError,
   inspectImage,
+  type ObjectDetector,
   OnnxBackgroundRemover,
+  type RgbaImage,
 } from "../src/index";
 import { redSaliencyModel } from "./onnx-model.builder";
 import { iou, productScenes, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
@@ -205,6 +208,54 @@ describe("createImageEngine: input checks and options", () => {
     // The classical segmenter keeps the box: the model really was used.
     const classical = await createImageEngine().edit({ image: scene.jpeg, prompt: "remove the background" });
     expect(iou(await alphaOfPng(classical.image), scene.truth)).toBeLessThan(0.8);
+  });
+
+  it("detects on the input decoded at the detector's size, before the full frame, and removes what it found at full size", async () => {
+    // A red square on gravel, where the detector below reports its "person".
+    const square = await sharp({ create: { width: 120, height: 100, channels: 3, background: "#e01010" } })
+      .png()
+      .toBuffer();
+    const photo = await sharp(await readFile(new URL("./fixtures/gravel.jpg", import.meta.url)))
+      .resize(640, 512)
+      .composite([{ input: square, left: 180, top: 140 }])
+      .jpeg({ quality: 95 })
+      .toBuffer();
+    const seen: string[] = [];
+    // Boxes come in the pixels of the image it is given: x 16-32 of 64 is x 160-320 of 640.
+    const detector = (inputSize?: number): ObjectDetector => ({
+      labels: ["person"],
+      inputSize,
+      async detect(image: RgbaImage): Promise<Detection[]> {
+        seen.push(`${image.width}x${image.height}`);
+        const sx = image.width / 64;
+        const sy = image.height / 64;
+        return [{ label: "person", score: 0.9, box: { x: 16 * sx, y: 16 * sy, width: 16 * sx, height: 16 * sy } }];
+      },
+    });
+    const before = await rawOf(photo);
+    for (const [inputSize, expected] of [
+      [64, "64x64"],
+      [undefined, "640x512"],
+    ] as const) {
+      seen.length = 0;
+      const result = await createImageEngine({ detector: detector(inputSize) }).edit({
+        image: photo,
+        prompt: "remove the person",
+      });
+      expect(seen).toEqual([expected]);
+      const after = await rawOf(result.image);
+      const at = (x: number, y: number) => after.data.subarray((y * 640 + x) * 3, (y * 640 + x) * 3 + 3);
+      // The middle of the square is gravel again, not red.
+      const [red = 0, green = 0] = at(240, 190);
+      expect(red - green).toBeLessThan(60);
+      // Far from the box the picture is as it was (up to JPEG's re-encoding).
+      let difference = 0;
+      for (let y = 400; y < 512; y++) {
+        for (let x = 480; x < 640; x++)
+          difference += Math.abs((after.data[(y * 640 + x) * 3] ?? 0) - (before.data[(y * 640 + x) * 3] ?? 0));
+      }
+      expect(difference / (112 * 160)).toBeLessThan(4);
+    }
   });
 
   it("lets another implementation replace a workflow (a hosted provider would plug in the same way)", async () => {

@@ -2,7 +2,8 @@
 /**
  * `pnpm start` and `pnpm retouch`: builds the server when its sources changed
  * since the last build (see build-if-stale.mjs), then runs the built entry
- * in this same process.
+ * in this same process. `pnpm start` first replaces the process with itself
+ * under glibc's allocator settings (see malloc-settings.mjs).
  *
  *   node packages/server/scripts/run-built.mjs main [--role api|worker|all]
  *   node packages/server/scripts/run-built.mjs admin admin <command> ...
@@ -10,6 +11,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { distDir, ensureServerBuild } from "./build-if-stale.mjs";
+import { relaunchWithMallocSettings } from "./malloc-settings.mjs";
 
 /** @type {Record<string, string>} */
 const ENTRIES = { main: "main.js", admin: "admin.js" };
@@ -19,6 +21,8 @@ if (!entry) {
   process.stderr.write(`usage: run-built.mjs <${Object.keys(ENTRIES).join("|")}> [arguments]\n`);
   process.exit(2);
 }
+// The service edits images in threads: glibc's allocator needs its settings before anything runs.
+if (entry === ENTRIES.main) relaunchWithMallocSettings();
 try {
   ensureServerBuild();
 } catch {

@@ -10,6 +10,7 @@ import { request } from "../../../test/support/http-client";
 import { verificationLinkFor } from "../../../test/support/outbox";
 import { type RetouchProcess, runAdmin, spawnRetouch, spawnServerEntry } from "../../../test/support/spawn-retouch";
 import { createTestDatabase } from "../../../test/support/test-database";
+import { MALLOC_SETTINGS } from "../scripts/malloc-settings.mjs";
 
 /**
  * The real entry point as an operator runs it: its own embedded PostgreSQL in
@@ -31,6 +32,11 @@ function start(extra: Record<string, string> = {}, args: string[] = []): Retouch
 async function postmasterPid(): Promise<number | undefined> {
   const text = await readFile(path.join(dataDir, "postgres", "postmaster.pid"), "utf8").catch(() => undefined);
   return text ? Number(text.split("\n")[0]) : undefined;
+}
+
+function onGlibcLinux(): boolean {
+  const report = process.report.getReport() as { header?: { glibcVersionRuntime?: string } };
+  return process.platform === "linux" && Boolean(report.header?.glibcVersionRuntime);
 }
 
 /** Running, and not a zombie (this container's init may not reap the orphaned postmaster). */
@@ -168,11 +174,16 @@ describe("the service process", { timeout: 90_000 }, () => {
     expect(await second.exited).toBe(0);
   });
 
-  it("runs through `pnpm start`'s launcher, which finds the bundle up to date", async () => {
+  it("runs through `pnpm start`'s launcher, which finds the bundle up to date and sets glibc's allocator", async () => {
     const server = spawnServerEntry("scripts/run-built.mjs", ["main"], env);
     running.add(server);
     await server.waitForLog(/Retouch is listening/);
     expect(server.output()).not.toMatch(/Building the server/);
+    if (onGlibcLinux()) {
+      // The same process (so signals and the exit code below are the launcher's), now under the settings.
+      const environment = readFileSync(`/proc/${server.child.pid}/environ`, "utf8").split("\0");
+      for (const [name, value] of Object.entries(MALLOC_SETTINGS)) expect(environment).toContain(`${name}=${value}`);
+    }
     expect((await fetch(`${base()}/healthz`)).status).toBe(200);
     server.child.kill("SIGTERM");
     expect(await server.exited).toBe(0);

@@ -1,0 +1,17 @@
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+
+/**
+ * How to start a thread whose entry is the file `name` next to the module at
+ * `base` (its `import.meta.url`): `name.ts` when the sources run as TypeScript
+ * (tests, benches: under tsx, which the thread needs too), `name.js` in a
+ * build, where the bundler emits each thread's entry as a file of its own
+ * (packages/server/tsup.config.ts lists them).
+ */
+export function workerScript(name: string, base: string): { url: URL; execArgv: string[] } {
+  const source = base.endsWith(".ts");
+  return {
+    url: new URL(`./${name}.${source ? "ts" : "js"}`, base),
+    execArgv: source ? ["--import", pathToFileURL(createRequire(base).resolve("tsx")).href] : [],
+  };
+}
