@@ -3,23 +3,28 @@
  * concurrency 2 on 12 MP photos with no learned model, as the service runs
  * edits: through an EnginePool of two threads, two edits at a time.
  *
- * A child process (so that its RSS is its own) first decodes and encodes the
- * same photos, two at a time, on its main thread: the floor, what any 12 MP
- * edit costs. Then its peak-RSS mark is reset and the pool runs a mix of edits
- * (classical background removal, object removal of a detected person, of
- * detected boats and of a masked area, black and white, blur the background)
- * twice over. It reports the peak (the kernel's VmHWM, checked against a
- * sample of RSS every 20 ms), the RSS when the last edit has returned, after
- * the pool has stood idle a few seconds (threads alive, as in a worker
- * between jobs), and after the pool is closed.
+ * One child process (so that its RSS is its own) decodes and encodes the
+ * photos to the edits' formats, two at a time: the floor, what any two 12 MP
+ * edits cost. Another (a floor run first in the same process left ~60 MB
+ * behind that would count as the pool's) gives the pool a mix of six edits at
+ * once (classical background removal, object removal of a detected person, of
+ * detected boats and of a masked area, black and white, blur the background),
+ * three rounds over. It reports the peak of each round (the kernel's VmHWM,
+ * checked against a sample of RSS every 20 ms), the RSS when the last edit has
+ * returned, after the pool has stood idle a few seconds (threads alive, as in
+ * a worker between jobs) and after the pool is closed; and the time of a round
+ * next to the floor's. Which steps of two edits meet decides a peak, so it
+ * varies from round to round and run to run (about ±30 MB).
  *
  * The child runs a bundle of this file and of the worker thread, made with
  * esbuild as the server's build makes its own: the service runs bundled
  * JavaScript, and TypeScript compiled by tsx in every thread would add its
  * own memory to each of them.
  *
- * Environment variables pass to the child, so settings can be compared:
- * `MALLOC_ARENA_MAX=8 pnpm bench`, for example.
+ * It runs twice: under the glibc allocator settings that `pnpm start` sets
+ * (packages/server/scripts/malloc-settings.mjs; a value in the environment
+ * wins, so others can be tried: `MALLOC_ARENA_MAX=4 pnpm bench`), and under
+ * glibc's defaults.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -29,11 +34,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
 import { grainyPhoto } from "../../../test/support/large-images";
+import { MALLOC_SETTINGS, withMallocSettings } from "../../server/scripts/malloc-settings.mjs";
+import type { OutputFormat } from "../src/engine.ports";
 import { EnginePool } from "../src/engine-pool";
 import { decodeImage, encodeImage } from "../src/image-codec";
-import { median } from "./bench-timing";
 
-const fixtures = new URL("../test/engine/fixtures/", import.meta.url);
+const fixtures = new URL("../test/fixtures/", import.meta.url);
 /** Inside node_modules, so that the bundle finds the packages it leaves out. */
 const bundleDirectory = fileURLToPath(new URL("../node_modules/.cache/retouch-memory-bench/", import.meta.url));
 const workDirectory = path.join(os.tmpdir(), "retouch-bench-memory");
@@ -50,18 +56,26 @@ interface Edit {
   name: string;
   photo: Photo;
   prompt: string;
+  /** What the edit answers with; the floor encodes to the same. */
+  format: OutputFormat;
   /** A white rectangle (x, y, width, height as fractions of the frame) to remove. */
   mask?: [number, number, number, number];
 }
 
-/** One round, in pairs: the first two together, then the next two, and so on. */
+/** One round, submitted at once, in this order: the pool runs two at a time, as a worker's queue hands it jobs. */
 const EDITS: Edit[] = [
-  { name: "background removal (classical)", photo: "coffee", prompt: "remove the background" },
-  { name: "remove the person (detect + inpaint)", photo: "astronaut", prompt: "remove the person" },
-  { name: "blur the background", photo: "coffee", prompt: "blur the background" },
-  { name: "black and white", photo: "boats", prompt: "make it black and white" },
-  { name: "remove a masked area", photo: "coffee", prompt: "remove the object", mask: [0.38, 0.33, 0.2, 0.2] },
-  { name: "remove the boats (detect + inpaint)", photo: "boats", prompt: "remove the boats" },
+  { name: "background removal (classical)", photo: "coffee", prompt: "remove the background", format: "png" },
+  { name: "remove the person (detect + inpaint)", photo: "astronaut", prompt: "remove the person", format: "jpeg" },
+  { name: "blur the background", photo: "coffee", prompt: "blur the background", format: "jpeg" },
+  { name: "black and white", photo: "boats", prompt: "make it black and white", format: "jpeg" },
+  {
+    name: "remove a masked area",
+    photo: "coffee",
+    prompt: "remove the object",
+    format: "jpeg",
+    mask: [0.38, 0.33, 0.2, 0.2],
+  },
+  { name: "remove the boats (detect + inpaint)", photo: "boats", prompt: "remove the boats", format: "jpeg" },
 ];
 
 const inputPath = (name: string) => path.join(workDirectory, `${name}-${WIDTH}.jpg`);
@@ -90,19 +104,28 @@ async function prepareInputs(): Promise<void> {
   }
 }
 
-interface Figures {
+interface FloorFigures {
   start: number;
-  floorPeak: number;
-  floorAfter: number;
+  time: number;
+  peak: number;
+  after: number;
+}
+
+interface EditFigures {
+  start: number;
   peak: number;
   sampledPeak: number;
   roundPeaks: number[];
   roundTimes: number[];
-  editTimes: Record<string, number[]>;
   failures: string[];
   afterJobs: number;
   afterIdle: number;
   afterClose: number;
+}
+
+interface Figures {
+  floor: FloorFigures;
+  edits: EditFigures;
 }
 
 function status(field: "VmRSS" | "VmHWM"): number {
@@ -145,46 +168,49 @@ async function bundle(): Promise<string> {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Child mode: the measurement; prints a JSON line. */
-async function measure(): Promise<void> {
-  const inputs = new Map(await Promise.all(PHOTOS.map(async (photo) => [photo, await readFile(inputPath(photo))] as const)));
+const readInputs = async () =>
+  new Map(await Promise.all(PHOTOS.map(async (photo) => [photo, await readFile(inputPath(photo))] as const)));
+
+/** Child mode, the floor: the same images decoded and encoded to the same formats, two at a time; prints a JSON line. */
+async function measureFloor(): Promise<void> {
+  const inputs = await readInputs();
   const start = status("VmRSS");
-  for (let i = 0; i < PHOTOS.length; i += 2) {
+  const started = performance.now();
+  for (let i = 0; i < EDITS.length; i += 2) {
     await Promise.all(
-      PHOTOS.slice(i, i + 2).map(async (photo) => encodeImage(await decodeImage(inputs.get(photo) as Buffer), "jpeg")),
+      EDITS.slice(i, i + 2).map(async (edit) => encodeImage(await decodeImage(inputs.get(edit.photo) as Buffer), edit.format)),
     );
   }
-  const floorPeak = status("VmHWM");
-  const floorAfter = status("VmRSS");
+  const floor: FloorFigures = { start, time: performance.now() - started, peak: status("VmHWM"), after: status("VmRSS") };
+  console.log(JSON.stringify(floor));
+}
 
+/** Child mode, the edits through the pool; prints a JSON line. */
+async function measureEdits(): Promise<void> {
+  const inputs = await readInputs();
+  const start = status("VmRSS");
   let sampledPeak = 0;
   const sampler = setInterval(() => {
     sampledPeak = Math.max(sampledPeak, process.memoryUsage.rss());
   }, 20);
-  const peakMark = resetPeak();
   const pool = new EnginePool(2, {}, { warn: () => {} });
   const roundPeaks: number[] = [];
   const roundTimes: number[] = [];
-  const editTimes: Record<string, number[]> = {};
   const failures: string[] = [];
   for (let round = 0; round < ROUNDS; round++) {
+    const peakMark = resetPeak();
     const started = performance.now();
-    // Two at a time, as the pool runs them: each edit's time is its own, with one other beside it.
-    for (let i = 0; i < EDITS.length; i += 2) {
-      await Promise.all(
-        EDITS.slice(i, i + 2).map(async (edit) => {
-          const image = inputs.get(edit.photo) as Buffer;
-          const mask = edit.mask ? await readFile(maskPath(edit)) : undefined;
-          const editStarted = performance.now();
-          try {
-            await pool.edit({ image, prompt: edit.prompt, ...(mask ? { mask } : {}) });
-          } catch (error) {
-            failures.push(`${edit.name}: ${error instanceof Error ? error.message : String(error)}`);
-          }
-          editTimes[edit.name] = [...(editTimes[edit.name] ?? []), performance.now() - editStarted];
-        }),
-      );
-    }
+    await Promise.all(
+      EDITS.map(async (edit) => {
+        const image = inputs.get(edit.photo) as Buffer;
+        const mask = edit.mask ? await readFile(maskPath(edit)) : undefined;
+        try {
+          await pool.edit({ image, prompt: edit.prompt, ...(mask ? { mask } : {}) });
+        } catch (error) {
+          failures.push(`${edit.name}: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      }),
+    );
     roundTimes.push(performance.now() - started);
     roundPeaks.push(peakMark ? status("VmHWM") : sampledPeak);
   }
@@ -192,23 +218,18 @@ async function measure(): Promise<void> {
   await sleep(IDLE_MS);
   const afterIdle = status("VmRSS");
   clearInterval(sampler);
-  const peak = peakMark ? status("VmHWM") : sampledPeak;
   await pool.close();
   await sleep(500);
-  const afterClose = status("VmRSS");
-  const figures: Figures = {
+  const figures: EditFigures = {
     start,
-    floorPeak,
-    floorAfter,
-    peak,
+    peak: Math.max(...roundPeaks),
     sampledPeak,
     roundPeaks,
     roundTimes,
-    editTimes,
     failures,
     afterJobs,
     afterIdle,
-    afterClose,
+    afterClose: status("VmRSS"),
   };
   console.log(JSON.stringify(figures));
 }
@@ -217,43 +238,68 @@ const mib = (bytes: number) => `${Math.round(bytes / 2 ** 20)} MiB`;
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const load = () => os.loadavg()[0]?.toFixed(2) ?? "?";
 
+/** The floor and the edits, each in a child process of its own with this environment. */
+function measureIn(entry: string, env: NodeJS.ProcessEnv): Figures {
+  const child = (mode: string) => {
+    const output = execFileSync(process.execPath, [entry, mode], { env, encoding: "utf8", maxBuffer: 1 << 20 });
+    return JSON.parse(output.trim().split("\n").pop() ?? "{}");
+  };
+  return { floor: child("--floor") as FloorFigures, edits: child("--edits") as EditFigures };
+}
+
 async function main(): Promise<void> {
-  if (process.argv.includes("--child")) {
-    await measure();
+  if (process.argv.includes("--floor")) {
+    await measureFloor();
+    return;
+  }
+  if (process.argv.includes("--edits")) {
+    await measureEdits();
     return;
   }
   console.log("\n# Memory at concurrency 2, 12 MP, no learned model\n");
-  const settings = ["MALLOC_ARENA_MAX", "UV_THREADPOOL_SIZE", "VIPS_CONCURRENCY"]
-    .map((name) => `${name}=${process.env[name] ?? "(unset)"}`)
-    .join(", ");
-  console.log(`Node ${process.version}, sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips}); ${settings}`);
+  console.log(
+    `Node ${process.version}, sharp ${sharp.versions.sharp} (libvips ${sharp.versions.vips}), ${os.cpus().length} cores`,
+  );
   const loadBefore = load();
   await prepareInputs();
-  const output = execFileSync(process.execPath, [await bundle(), "--child"], {
-    encoding: "utf8",
-    maxBuffer: 1 << 20,
-  });
-  const figures = JSON.parse(output.trim().split("\n").pop() ?? "{}") as Figures;
+  const entry = await bundle();
+  const glibcDefaults = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in MALLOC_SETTINGS)));
+  const runs = [
+    { name: "glibc settings of `pnpm start`", figures: measureIn(entry, withMallocSettings(process.env)) },
+    { name: "glibc defaults", figures: measureIn(entry, glibcDefaults) },
+  ];
   console.log(`1-minute load average ${loadBefore} before, ${load()} after.\n`);
+  const settings = Object.entries(withMallocSettings(process.env))
+    .filter(([name]) => name in MALLOC_SETTINGS)
+    .map(([name, value]) => `${name}=${value}`)
+    .join(", ");
   console.log(
-    `${EDITS.length} edits of ${WIDTH}x${HEIGHT} JPEGs (q95, made from fixture photos) per round, ${ROUNDS} rounds, through an EnginePool of 2 threads.\n`,
+    `${EDITS.length} edits of ${WIDTH}x${HEIGHT} JPEGs (q95, made from fixture photos) per round, ${ROUNDS} rounds, through an EnginePool of 2 threads; \`pnpm start\`'s settings: ${settings}.\n`,
   );
-  console.log("| | RSS |");
-  console.log("|---|---|");
-  console.log(`| process started (modules loaded) | ${mib(figures.start)} |`);
-  console.log(`| floor: peak of decode + encode, two at a time, main thread | ${mib(figures.floorPeak)} |`);
-  console.log(`| floor: after it | ${mib(figures.floorAfter)} |`);
-  console.log(
-    `| **peak during the edits** (per round: ${figures.roundPeaks.map(mib).join(", ")}; sampled every 20 ms: ${mib(figures.sampledPeak)}) | **${mib(figures.peak)}** |`,
+  const row = (label: string, value: (figures: Figures) => string) =>
+    console.log(`| ${label} | ${runs.map((run) => value(run.figures)).join(" | ")} |`);
+  console.log(`| RSS | ${runs.map((run) => run.name).join(" | ")} |`);
+  console.log(`|---|${runs.map(() => "---|").join("")}`);
+  row("floor: process started (modules loaded)", ({ floor }) => mib(floor.start));
+  row("floor: peak of decode + encode of the same images, two at a time", ({ floor }) => mib(floor.peak));
+  row("floor: after it", ({ floor }) => mib(floor.after));
+  row("edits: process started (modules loaded)", ({ edits }) => mib(edits.start));
+  row("**edits: peak**", ({ edits }) => `**${mib(edits.peak)}**`);
+  row("edits: peak by round", ({ edits }) => edits.roundPeaks.map(mib).join(", "));
+  row("edits: peak of RSS sampled every 20 ms", ({ edits }) => mib(edits.sampledPeak));
+  row("edits: when the last edit has returned", ({ edits }) => mib(edits.afterJobs));
+  row(`**edits: after ${IDLE_MS / 1000} s idle, threads alive**`, ({ edits }) => `**${mib(edits.afterIdle)}**`);
+  row("edits: after the pool is closed", ({ edits }) => mib(edits.afterClose));
+  console.log(`\n| Time, the whole round | ${runs.map((run) => run.name).join(" | ")} |`);
+  console.log(`|---|${runs.map(() => "---|").join("")}`);
+  row("floor: decode + encode of the same 6 images, two at a time", ({ floor }) => seconds(floor.time));
+  row("the 6 edits, by round", ({ floor, edits }) =>
+    edits.roundTimes.map((time) => `${seconds(time)} (${(time / floor.time).toFixed(0)}x)`).join(", "),
   );
-  console.log(`| when the last edit has returned | ${mib(figures.afterJobs)} |`);
-  console.log(`| **after ${IDLE_MS / 1000} s idle, threads alive** | **${mib(figures.afterIdle)}** |`);
-  console.log(`| after the pool is closed | ${mib(figures.afterClose)} |`);
-  console.log(`\nTime per round (6 edits, 2 at a time): ${figures.roundTimes.map(seconds).join(", ")}.`);
-  console.log("\n| Edit (beside the other of its pair) | Time, median of the rounds |");
-  console.log("|---|---|");
-  for (const [name, times] of Object.entries(figures.editTimes)) console.log(`| ${name} | ${seconds(median(times))} |`);
-  if (figures.failures.length > 0) console.log(`\nRefused or failed: ${figures.failures.join("; ")}`);
+  for (const run of runs) {
+    const { failures } = run.figures.edits;
+    if (failures.length > 0) console.log(`\nRefused or failed (${run.name}): ${failures.join("; ")}`);
+  }
 }
 
 await main();

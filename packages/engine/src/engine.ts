@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { ClassicalBackgroundRemover } from "./background-removal.classical";
 import { OnnxBackgroundRemover } from "./background-removal.onnx";
 import { readTerm } from "./detection-vocabulary";
@@ -58,7 +59,8 @@ export interface ImageEngineOptions {
    * A full garbage collection, called between the workflow and the encoder:
    * the decoded input (48 MB at 12 MP) and the workflow's buffers are garbage
    * then, and without it they stay taken while the encoder allocates. The
-   * pool's threads pass V8's `gc`.
+   * pool's threads pass V8's `gc`; the engine then yields a turn, in which
+   * the finalizers of sharp's buffers free them.
    */
   collectGarbage?: () => void;
 }
@@ -184,7 +186,11 @@ class BuiltInImageEngine implements ImageEngine {
     const route = routePrompt({ prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined });
     const { output, format } = await this.produce(request, route);
     // The decoded input and every buffer of the workflow are garbage once produce() has returned.
-    this.parts.collectGarbage?.();
+    if (this.parts.collectGarbage) {
+      this.parts.collectGarbage();
+      // sharp's buffers are freed by finalizers that run after the collection, on the next turn.
+      await nextTurn();
+    }
     throwIfCancelled(signal);
     const encoded = await encodeImage(output, format, request.quality ?? DEFAULT_QUALITY);
     return {

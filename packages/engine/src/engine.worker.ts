@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import { parentPort, workerData } from "node:worker_threads";
 import { createImageEngine } from "./engine";
 import { isEngineError } from "./engine-error";
@@ -54,8 +55,9 @@ if (parentPort) {
         ...(mask ? { mask: Buffer.from(mask.buffer, mask.byteOffset, mask.byteLength) } : {}),
         signal: controller.signal,
       });
-      // The edited frame (48 MB at 12 MP) is garbage now: collected before its encoded bytes are copied.
+      // The edited frame (48 MB at 12 MP) is garbage now: collected, and its finalizers run, before the copy.
       collectGarbage();
+      await nextTurn();
       const bytes = new Uint8Array(result.image.byteLength);
       bytes.set(result.image);
       port.postMessage({ kind: "edited", id: message.id, ok: true, result: { ...result, image: bytes } } satisfies WorkerReply, [

@@ -10,8 +10,8 @@
  * - MALLOC_ARENA_MAX=2. glibc gives every thread that allocates while another
  *   does an arena of its own, up to 8 per core: the two engine threads,
  *   libuv's four (where libvips runs) and V8's each filled one with pixel
- *   buffers, and an arena keeps what is freed in it (360 of the 480 MB held in
- *   arenas after the jobs were free, unreturned).
+ *   buffers, and an arena keeps what is freed in it (367 of the 440 MB held in
+ *   15 arenas after the jobs were free, unreturned).
  * - MALLOC_MMAP_THRESHOLD_=131072. Blocks from 128 KiB up are mapped one by
  *   one and unmapped when freed, so their memory goes back to the system at
  *   once. Left alone, glibc raises this threshold each time a large block is
