@@ -27,6 +27,10 @@ export type EngineFailureReason =
    * built-in fallback declined this picture rather than give a wrong answer.
    */
   | "model_unavailable"
+  /** The hosted generative provider failed (timeout, 5xx after retries, unusable answer). */
+  | "upstream_failed"
+  /** The hosted provider refused the prompt or the picture under its content policy. */
+  | "content_refused"
   /** The request's AbortSignal fired. */
   | "cancelled"
   /** Anything unexpected (a bug or a library failure); the cause is attached. */

@@ -34,6 +34,16 @@ export interface EditResult {
   width: number;
   height: number;
   workflow: Workflow;
+  /** Present when a hosted provider made (part of) the edit. */
+  provider?: ProviderRecord;
+}
+
+/** Which hosted model made an edit, for the job's record. */
+export interface ProviderRecord {
+  name: string;
+  model: string;
+  /** Time spent waiting on the vendor, retries included. */
+  latencyMs: number;
 }
 
 export interface Route {

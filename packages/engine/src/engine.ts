@@ -25,6 +25,7 @@ import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
 import { type PromptRoute, routePrompt } from "./prompt-router";
+import type { GenerativeProviderOptions } from "./providers/generative-provider";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -46,6 +47,8 @@ export interface ImageEngineOptions {
   backgroundModel?: BackgroundModelOptions;
   /** Inputs and requested outputs above this many pixels are refused. Default 40 MP. */
   maxPixels?: number;
+  /** The hosted provider for generative edits the built-in catalog cannot make; none by default. */
+  generativeProvider?: GenerativeProviderOptions;
   /** Replace a workflow: a hosted provider implements the same port. */
   backgroundRemover?: BackgroundRemover;
   objectRemover?: ObjectRemover;

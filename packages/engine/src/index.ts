@@ -25,6 +25,7 @@ export {
   type ObjectRemovalTask,
   type ObjectRemover,
   type OutputFormat,
+  type ProviderRecord,
   type RgbaImage,
   type Route,
   SALIENCY_MODEL_KINDS,
@@ -90,3 +91,11 @@ export {
 } from "./onnx-runner";
 export { type PatchInpainterOptions, PatchMatchInpainter } from "./patch-inpainter";
 export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompt-router";
+export {
+  GENERATIVE_PROVIDERS,
+  type GenerativeProvider,
+  type GenerativeProviderName,
+  type GenerativeProviderOptions,
+  type ProviderEdit,
+  type ProviderEditTask,
+} from "./providers/generative-provider";

@@ -4,6 +4,9 @@ import {
   BUILT_IN_CATALOG,
   extendCatalog,
   findModel,
+  GENERATIVE_PROVIDERS,
+  type GenerativeProviderName,
+  type GenerativeProviderOptions,
   type ModelCatalog,
   parseCatalogFile,
   SALIENCY_MODEL_KINDS,
@@ -118,6 +121,17 @@ const envSchema = z.object({
   // `auto` is the documented name (DESIGN.md); `on` is accepted as its synonym.
   RETOUCH_MODEL_DOWNLOAD: z.enum(["auto", "on", "off"]).default("auto"),
   RETOUCH_MODEL_CATALOG: z.string().min(1).optional(),
+  // Generative edits beyond the built-in catalog: one hosted (or self-hosted) provider, none by default.
+  RETOUCH_GENERATIVE_PROVIDER: z.enum(["none", ...GENERATIVE_PROVIDERS]).default("none"),
+  RETOUCH_GENERATIVE_MODEL: z.string().min(1).optional(),
+  RETOUCH_GENERATIVE_TIMEOUT: duration.default(120_000),
+  RETOUCH_OPENAI_API_KEY: z.string().min(1).optional(),
+  RETOUCH_OPENAI_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  RETOUCH_GEMINI_API_KEY: z.string().min(1).optional(),
+  RETOUCH_BFL_API_KEY: z.string().min(1).optional(),
+  RETOUCH_REPLICATE_API_KEY: z.string().min(1).optional(),
+  RETOUCH_FAL_API_KEY: z.string().min(1).optional(),
+  RETOUCH_STABILITY_API_KEY: z.string().min(1).optional(),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -188,7 +202,20 @@ export interface Config {
     /** The input side to run it at (RETOUCH_BACKGROUND_MODEL_SIZE); default: the catalog's. */
     backgroundSize: number | undefined;
   };
+  /** The hosted provider for generative edits outside the catalog (RETOUCH_GENERATIVE_PROVIDER); undefined = none. */
+  generativeProvider: GenerativeProviderOptions | undefined;
 }
+
+/** Where each provider's key comes from; `openai-compatible` shares OpenAI's (optional there). */
+const PROVIDER_KEY_VARIABLE: Record<GenerativeProviderName, keyof z.infer<typeof envSchema>> = {
+  openai: "RETOUCH_OPENAI_API_KEY",
+  "openai-compatible": "RETOUCH_OPENAI_API_KEY",
+  gemini: "RETOUCH_GEMINI_API_KEY",
+  bfl: "RETOUCH_BFL_API_KEY",
+  replicate: "RETOUCH_REPLICATE_API_KEY",
+  fal: "RETOUCH_FAL_API_KEY",
+  stability: "RETOUCH_STABILITY_API_KEY",
+};
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -231,6 +258,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   } else if (backgroundEntry && defined.RETOUCH_BACKGROUND_MODEL_KIND) {
     problems.push("RETOUCH_BACKGROUND_MODEL_KIND applies only to a model given by path: the catalog knows its models' input");
   }
+  const generativeProvider = result.data ? readGenerativeProvider(result.data, problems) : undefined;
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const e = result.data;
   const dataDir = path.resolve(baseDir, e.RETOUCH_DATA_DIR);
@@ -279,6 +307,31 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       background: backgroundModelPath ? undefined : (backgroundSetting ?? catalog.defaults.background),
       backgroundSize: backgroundModelPath ? undefined : e.RETOUCH_BACKGROUND_MODEL_SIZE,
     },
+    generativeProvider,
+  };
+}
+
+/** The provider's options, or undefined for `none`; a missing key or base URL is added to `problems`. */
+function readGenerativeProvider(e: z.infer<typeof envSchema>, problems: string[]): GenerativeProviderOptions | undefined {
+  const provider = e.RETOUCH_GENERATIVE_PROVIDER;
+  if (provider === "none") return undefined;
+  const keyVariable = PROVIDER_KEY_VARIABLE[provider];
+  const apiKey = e[keyVariable] as string | undefined;
+  if (provider === "openai-compatible" && !e.RETOUCH_OPENAI_BASE_URL) {
+    problems.push(
+      "RETOUCH_OPENAI_BASE_URL: required when RETOUCH_GENERATIVE_PROVIDER is openai-compatible (e.g. http://127.0.0.1:8000/v1)",
+    );
+  } else if (provider !== "openai-compatible" && !apiKey) {
+    problems.push(`${keyVariable}: required when RETOUCH_GENERATIVE_PROVIDER is ${provider}`);
+  }
+  return {
+    provider,
+    ...(apiKey ? { apiKey } : {}),
+    ...(provider === "openai-compatible" || (provider === "openai" && e.RETOUCH_OPENAI_BASE_URL)
+      ? { baseUrl: e.RETOUCH_OPENAI_BASE_URL }
+      : {}),
+    ...(e.RETOUCH_GENERATIVE_MODEL ? { model: e.RETOUCH_GENERATIVE_MODEL } : {}),
+    timeoutMs: e.RETOUCH_GENERATIVE_TIMEOUT,
   };
 }
 
