@@ -1,6 +1,6 @@
 import type { MessagePort } from "node:worker_threads";
 import { EngineError, type EngineFailureReason, isEngineError } from "./engine-error";
-import type { FloatTensor, OnnxModelInfo, OnnxModelSpec, OnnxRunner } from "./onnx-runner";
+import type { FloatTensor, OnnxModelInfo, OnnxModelSpec, OnnxRunner, Tensor } from "./onnx-runner";
 
 /**
  * An OnnxRunner in another thread, reached through a MessagePort: the engine
@@ -10,11 +10,15 @@ import type { FloatTensor, OnnxModelInfo, OnnxModelSpec, OnnxRunner } from "./on
 type Request =
   | { kind: "load"; id: number; spec: OnnxModelSpec }
   | { kind: "run"; id: number; spec: OnnxModelSpec; input: FloatTensor }
+  | { kind: "feeds"; id: number; spec: OnnxModelSpec; feeds: Record<string, Tensor> }
   | { kind: "cancel"; id: number }
   | { kind: "retain"; keep: OnnxModelSpec[] };
-type Call = { kind: "load"; spec: OnnxModelSpec } | { kind: "run"; spec: OnnxModelSpec; input: FloatTensor };
+type Call =
+  | { kind: "load"; spec: OnnxModelSpec }
+  | { kind: "run"; spec: OnnxModelSpec; input: FloatTensor }
+  | { kind: "feeds"; spec: OnnxModelSpec; feeds: Record<string, Tensor> };
 type Reply =
-  | { id: number; ok: true; info?: OnnxModelInfo; output?: FloatTensor }
+  | { id: number; ok: true; info?: OnnxModelInfo; output?: Tensor }
   | { id: number; ok: false; error: { message: string; reason?: EngineFailureReason } };
 
 interface Pending {
@@ -55,17 +59,27 @@ export class RemoteOnnxRunner implements OnnxRunner {
 
   async load(spec: OnnxModelSpec): Promise<OnnxModelInfo> {
     const reply = await this.request({ kind: "load", spec }, []);
-    return reply.info ?? { inputSize: undefined };
+    return reply.info ?? { inputSize: undefined, inputs: [], outputs: [] };
   }
 
   async run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor> {
-    const data =
-      input.data.byteOffset === 0 && input.data.byteLength === input.data.buffer.byteLength ? input.data : input.data.slice();
+    const data = movable(input.data);
     const reply = await this.request(
       { kind: "run", spec, input: { data, dims: input.dims } },
       [data.buffer as ArrayBuffer],
       signal,
     );
+    if (!(reply.output?.data instanceof Float32Array))
+      throw new EngineError("model_failed", "The model runner returned no output.");
+    return { data: reply.output.data, dims: reply.output.dims };
+  }
+
+  async runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor> {
+    const moved = Object.fromEntries(
+      Object.entries(feeds).map(([name, tensor]) => [name, { data: movable(tensor.data), dims: tensor.dims }]),
+    );
+    const transfer = Object.values(moved).map((tensor) => tensor.data.buffer as ArrayBuffer);
+    const reply = await this.request({ kind: "feeds", spec, feeds: moved }, transfer, signal);
     if (!reply.output) throw new EngineError("model_failed", "The model runner returned no output.");
     return reply.output;
   }
@@ -87,6 +101,11 @@ export class RemoteOnnxRunner implements OnnxRunner {
     if (this.port) this.port.postMessage(message, transfer);
     else this.unsent.push({ message, transfer });
   }
+}
+
+/** The array itself when it owns its whole buffer (which can then be moved), else a copy that does. */
+function movable<T extends Float32Array | Uint8Array>(data: T): T {
+  return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : (data.slice() as T);
 }
 
 /** The inference thread's side: answers one engine thread's port from `runner`. */
@@ -116,9 +135,12 @@ export function serveOnnxRunner(port: MessagePort, runner: OnnxRunner): void {
       }
       const controller = new AbortController();
       cancels.set(message.id, controller);
-      const output = await runner.run(message.spec, message.input, controller.signal);
+      const output =
+        message.kind === "run"
+          ? await runner.run(message.spec, message.input, controller.signal)
+          : await runner.runFeeds(message.spec, message.feeds, controller.signal);
       // A copy of its own: onnxruntime's output may be a view on memory it manages, which cannot be moved.
-      const data = new Float32Array(output.data);
+      const data = output.data instanceof Uint8Array ? new Uint8Array(output.data) : new Float32Array(output.data);
       port.postMessage({ id: message.id, ok: true, output: { data, dims: output.dims } } satisfies Reply, [data.buffer]);
     } catch (error) {
       fail(message.id, error);

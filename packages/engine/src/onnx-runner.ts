@@ -17,9 +17,26 @@ export interface FloatTensor {
   dims: readonly number[];
 }
 
+/** A tensor of either element type the engine's models take or give (inpainting models take bytes). */
+export interface Tensor {
+  data: Float32Array | Uint8Array;
+  dims: readonly number[];
+}
+
+/** What a model declares of one of its inputs or outputs. */
+export interface TensorInfo {
+  name: string;
+  /** onnxruntime's element type ("float32", "uint8", ...), or "none" for a value that is not a tensor. */
+  type: string;
+  /** Numbers for fixed dimensions, names for symbolic ones; empty when the model declares none. */
+  shape: readonly (number | string)[];
+}
+
 export interface OnnxModelInfo {
-  /** The input's height and width, or undefined when they are symbolic (any size). */
+  /** The first input's height and width, or undefined when they are symbolic (any size). */
   inputSize: { width: number; height: number } | undefined;
+  inputs: TensorInfo[];
+  outputs: TensorInfo[];
 }
 
 /**
@@ -34,6 +51,8 @@ export interface OnnxRunner {
   load(spec: OnnxModelSpec): Promise<OnnxModelInfo>;
   /** Runs the model on one float input and returns its first output. */
   run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor>;
+  /** Runs the model on named inputs (float32 or uint8) and returns its first output, float32 or uint8. */
+  runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor>;
   /** Drops the sessions of every model not in `keep`. */
   retain?(keep: readonly OnnxModelSpec[]): void;
 }
@@ -63,31 +82,59 @@ export class LocalOnnxRunner implements OnnxRunner {
 
   async load(spec: OnnxModelSpec): Promise<OnnxModelInfo> {
     const session = await this.session(spec);
-    const metadata = session.inputMetadata[0];
-    const shape = metadata?.isTensor ? metadata.shape : [];
+    const inputs = session.inputMetadata.map(describeValue);
+    const shape = inputs[0]?.shape ?? [];
     const [height, width] = [shape[2], shape[3]];
     return {
       inputSize:
         typeof height === "number" && typeof width === "number" && height > 0 && width > 0 ? { width, height } : undefined,
+      inputs,
+      outputs: session.outputMetadata.map(describeValue),
     };
   }
 
-  run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor> {
+  async run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor> {
+    const output = await this.forward(spec, (session) => ({ [session.inputNames[0] ?? ""]: input }), signal);
+    if (!(output.data instanceof Float32Array)) {
+      throw new EngineError("model_failed", `The model ${spec.path} did not return float values.`);
+    }
+    return { data: output.data, dims: output.dims };
+  }
+
+  runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor> {
+    return this.forward(spec, () => feeds, signal);
+  }
+
+  /** One forward pass, in line behind the others: the first output, float32 or uint8. */
+  private forward(
+    spec: OnnxModelSpec,
+    feedsFor: (session: InferenceSession) => Readonly<Record<string, Tensor>>,
+    signal: AbortSignal | undefined,
+  ): Promise<Tensor> {
     const result = this.queue.then(async () => {
       // Waiting in line may outlast the edit that asked.
       throwIfCancelled(signal);
       const session = await this.session(spec);
       const ort = await import("onnxruntime-node");
-      const inputName = session.inputNames[0];
       const outputName = session.outputNames[0];
-      if (!inputName || !outputName) throw new EngineError("model_failed", `The model ${spec.path} has no input or no output.`);
+      if (session.inputNames.length === 0 || !outputName) {
+        throw new EngineError("model_failed", `The model ${spec.path} has no input or no output.`);
+      }
       try {
+        const feeds = Object.fromEntries(
+          Object.entries(feedsFor(session)).map(([name, tensor]) => [
+            name,
+            tensor.data instanceof Uint8Array
+              ? new ort.Tensor("uint8", tensor.data, [...tensor.dims])
+              : new ort.Tensor("float32", tensor.data, [...tensor.dims]),
+          ]),
+        );
         // Only the first output is wanted. Exports such as IS-Net's also return the decoder's side
         // outputs (up to 64x512x512 floats each); fetching just the one saves copying them out.
-        const outputs = await session.run({ [inputName]: new ort.Tensor("float32", input.data, [...input.dims]) }, [outputName]);
+        const outputs = await session.run(feeds, [outputName]);
         const output = outputs[outputName];
-        if (!(output?.data instanceof Float32Array)) {
-          throw new EngineError("model_failed", `The model ${spec.path} did not return float values.`);
+        if (!(output?.data instanceof Float32Array || output?.data instanceof Uint8Array)) {
+          throw new EngineError("model_failed", `The model ${spec.path} returned neither float nor 8-bit values.`);
         }
         return { data: output.data, dims: output.dims };
       } catch (error) {
@@ -161,6 +208,12 @@ export class LocalOnnxRunner implements OnnxRunner {
     // A model with symbolic height and width takes any size as it is.
     return declaredInputSize(file) ? resizeModelInput(file, spec.inputSize) : spec.path;
   }
+}
+
+function describeValue(metadata: InferenceSession.ValueMetadata): TensorInfo {
+  return metadata.isTensor
+    ? { name: metadata.name, type: metadata.type, shape: [...metadata.shape] }
+    : { name: metadata.name, type: "none", shape: [] };
 }
 
 function describe(error: unknown): string {
