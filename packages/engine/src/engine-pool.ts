@@ -47,12 +47,16 @@ function toTransferable(bytes: Buffer): Uint8Array {
 }
 
 function usesModels(options: EngineWorkerOptions): boolean {
-  return Boolean(options.backgroundModel ?? options.backgroundModelPath);
+  return modelSpecs(options).length > 0;
 }
 
+/** The models the options name, as the inference thread keys their sessions. */
 function modelSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
   const model = options.backgroundModel ?? (options.backgroundModelPath ? { path: options.backgroundModelPath } : undefined);
-  return model ? [{ path: model.path, ...(model.inputSize ? { inputSize: model.inputSize } : {}) }] : [];
+  return [
+    ...(model ? [{ path: model.path, ...(model.inputSize ? { inputSize: model.inputSize } : {}) }] : []),
+    ...(options.inpaintingModel ? [{ path: options.inpaintingModel.path }] : []),
+  ];
 }
 
 /**

@@ -20,6 +20,8 @@ import type {
 import { EngineError } from "./engine-error";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
 import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "./image-codec";
+import { OnnxInpainter } from "./inpainting.onnx";
+import type { InpaintingModelKind } from "./models/model-catalog";
 import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
@@ -40,6 +42,14 @@ export interface BackgroundModelOptions {
   std?: [number, number, number];
 }
 
+export interface InpaintingModelOptions {
+  /** An .onnx inpainting model: LaMa's or MI-GAN's contract (inpainting.onnx.ts). */
+  path: string;
+  kind: InpaintingModelKind;
+  /** The square side fed to a model whose input has no fixed size; default 512. */
+  size?: number;
+}
+
 export interface ImageEngineOptions {
   /** Shorthand for `backgroundModel: { path }`. */
   backgroundModelPath?: string;
@@ -56,6 +66,8 @@ export interface ImageEngineOptions {
   /** Parts of the built-in object remover. */
   detector?: ObjectDetector;
   inpainter?: Inpainter;
+  /** The object remover fills holes with this ONNX model instead of PatchMatch (unless `inpainter` is given). */
+  inpaintingModel?: InpaintingModelOptions;
   /** Where ONNX models run. Default: one runner per thread; the engine pool lends its inference thread's. */
   onnxRunner?: OnnxRunner;
   /**
@@ -89,9 +101,18 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
   const detector = options.detector ?? new HumanObjectDetector();
   const earlyDetector =
     !options.objectRemover && detector.inputSize ? new EarlyDetector(detector, detector.inputSize) : undefined;
+  const onnxInpainter =
+    options.inpaintingModel && !options.inpainter && !options.objectRemover
+      ? new OnnxInpainter({
+          modelPath: options.inpaintingModel.path,
+          kind: options.inpaintingModel.kind,
+          size: options.inpaintingModel.size,
+          runner: options.onnxRunner,
+        })
+      : undefined;
   const objectRemover =
     options.objectRemover ??
-    new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? new PatchMatchInpainter(), {
+    new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
       segmenter: onnxRemover,
     });
   const generativeEditor = options.generativeEditor ?? new SharpCatalogEditor(backgroundRemover);
@@ -100,7 +121,10 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     backgroundRemover,
     objectRemover,
     generativeEditor,
-    warmUps: [...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : [])],
+    warmUps: [
+      ...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : []),
+      ...(onnxInpainter ? [() => onnxInpainter.load()] : []),
+    ],
     earlyDetector,
     collectGarbage: options.collectGarbage,
   });

@@ -9,6 +9,7 @@ export {
   type BackgroundModelOptions,
   createImageEngine,
   type ImageEngineOptions,
+  type InpaintingModelOptions,
 } from "./engine";
 export {
   type BackgroundRemover,
@@ -51,6 +52,7 @@ export {
   inspectImage,
   sniffImageFormat,
 } from "./image-codec";
+export { OnnxInpainter, type OnnxInpainterOptions } from "./inpainting.onnx";
 export {
   type BackgroundModelEntry,
   BUILT_IN_CATALOG,
@@ -60,6 +62,7 @@ export {
   findModel,
   hasChecksum,
   INPAINTING_MODEL_KINDS,
+  type InpaintingModelKind,
   isPermissive,
   MODEL_TASKS,
   type ModelCatalog,
@@ -88,6 +91,8 @@ export {
   type OnnxModelSpec,
   type OnnxRunner,
   sharedOnnxRunner,
+  type Tensor,
+  type TensorInfo,
 } from "./onnx-runner";
 export { type PatchInpainterOptions, PatchMatchInpainter } from "./patch-inpainter";
 export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompt-router";

@@ -62,7 +62,12 @@ class ProtoWriter {
 }
 
 const FLOAT = 1;
+const UINT8 = 2;
 const INT64 = 7;
+
+/** The element types these test models use. */
+export type ElementType = "float32" | "uint8";
+const ELEMENT_TYPES: Record<ElementType, number> = { float32: FLOAT, uint8: UINT8 };
 
 export type Dimension = number | string;
 
@@ -75,17 +80,18 @@ export interface OnnxNode {
 }
 
 export interface OnnxGraph {
-  inputs: { name: string; shape: Dimension[] }[];
-  outputs: { name: string; shape: Dimension[] }[];
+  /** Float32 unless `type` says otherwise. */
+  inputs: { name: string; shape: Dimension[]; type?: ElementType }[];
+  outputs: { name: string; shape: Dimension[]; type?: ElementType }[];
   initializers: { name: string; dims: number[]; values: number[] }[];
   nodes: OnnxNode[];
   opset?: number;
 }
 
-function writeValueInfo(writer: ProtoWriter, name: string, shape: Dimension[]): void {
+function writeValueInfo(writer: ProtoWriter, name: string, shape: Dimension[], elementType: ElementType = "float32"): void {
   writer.string(1, name).message(2, (type) =>
     type.message(1, (tensor) =>
-      tensor.int(1, FLOAT).message(2, (shapeWriter) => {
+      tensor.int(1, ELEMENT_TYPES[elementType]).message(2, (shapeWriter) => {
         for (const dim of shape) {
           shapeWriter.message(1, (dimension) => (typeof dim === "number" ? dimension.int(1, dim) : dimension.string(2, dim)));
         }
@@ -136,8 +142,8 @@ export function buildOnnxModel(graph: OnnxGraph): Buffer {
         tensor.bytes(9, Buffer.from(new Float32Array(initializer.values).buffer));
       });
     }
-    for (const input of graph.inputs) g.message(11, (info) => writeValueInfo(info, input.name, input.shape));
-    for (const output of graph.outputs) g.message(12, (info) => writeValueInfo(info, output.name, output.shape));
+    for (const input of graph.inputs) g.message(11, (info) => writeValueInfo(info, input.name, input.shape, input.type));
+    for (const output of graph.outputs) g.message(12, (info) => writeValueInfo(info, output.name, output.shape, output.type));
   });
   model.message(8, (opset) => opset.string(1, "").int(2, graph.opset ?? 17));
   return model.finish();
@@ -220,4 +226,85 @@ export function fixedSizeSaliencyModel(size = 64): Buffer {
       { op: "Sigmoid", inputs: ["logits"], outputs: ["mask"] },
     ],
   });
+}
+
+/**
+ * An inpainting model with LaMa's contract (Carve's export): image float32
+ * 1x3xSxS in 0..1 and mask float32 1x1xSxS (1 = fill) in, float32 1x3xSxS in
+ * 0..255 out. What it paints is known: every pixel gets the mean colour of
+ * the pixels the mask keeps, so a test can tell from the result what the
+ * model was shown. `size: "any"` declares symbolic height and width.
+ */
+export function meanColourLamaModel(options: { size?: number | "any" } = {}): Buffer {
+  const side: Dimension = options.size === "any" ? "height" : (options.size ?? 512);
+  const width: Dimension = options.size === "any" ? "width" : side;
+  return buildOnnxModel({
+    inputs: [
+      { name: "image", shape: ["batch", 3, side, width] },
+      { name: "mask", shape: ["batch", 1, side, width] },
+    ],
+    outputs: [{ name: "output", shape: ["batch", 3, side, width] }],
+    initializers: [
+      { name: "one", dims: [], values: [1] },
+      { name: "zero", dims: [], values: [0] },
+      { name: "epsilon", dims: [], values: [1e-6] },
+      { name: "scale", dims: [], values: [255] },
+    ],
+    nodes: meanOfKeptNodes("image", "known", [{ op: "Sub", inputs: ["one", "mask"], outputs: ["known"] }]).concat([
+      { op: "Mul", inputs: ["image", "zero"], outputs: ["blank"] },
+      { op: "Add", inputs: ["blank", "mean"], outputs: ["flat"] },
+      { op: "Mul", inputs: ["flat", "scale"], outputs: ["output"] },
+    ]),
+  });
+}
+
+/**
+ * An inpainting model with MI-GAN's pipeline contract: image uint8 1x3xHxW
+ * and mask uint8 1x1xHxW (255 = keep) in, uint8 1x3xHxW out, the kept pixels
+ * composed back as the published pipeline does. The hole gets the mean
+ * colour of the kept pixels, rounded.
+ */
+export function meanColourMiganModel(): Buffer {
+  return buildOnnxModel({
+    inputs: [
+      { name: "image", shape: ["batch", 3, "height", "width"], type: "uint8" },
+      { name: "mask", shape: ["batch", 1, "height", "width"], type: "uint8" },
+    ],
+    outputs: [{ name: "result", shape: ["batch", 3, "height", "width"], type: "uint8" }],
+    initializers: [
+      { name: "one", dims: [], values: [1] },
+      { name: "epsilon", dims: [], values: [1e-6] },
+      { name: "scale", dims: [], values: [1 / 255] },
+      { name: "half", dims: [], values: [0.5] },
+      { name: "low", dims: [], values: [0] },
+      { name: "high", dims: [], values: [255] },
+    ],
+    nodes: [
+      { op: "Cast", inputs: ["image"], outputs: ["pixels"], attributes: { to: FLOAT } },
+      { op: "Cast", inputs: ["mask"], outputs: ["mask_float"], attributes: { to: FLOAT } },
+      { op: "Mul", inputs: ["mask_float", "scale"], outputs: ["known"] },
+      ...meanOfKeptNodes("pixels", "known", []),
+      { op: "Sub", inputs: ["one", "known"], outputs: ["hole"] },
+      { op: "Mul", inputs: ["pixels", "known"], outputs: ["kept_pixels"] },
+      { op: "Mul", inputs: ["mean", "hole"], outputs: ["filled"] },
+      { op: "Add", inputs: ["kept_pixels", "filled"], outputs: ["composed"] },
+      // Cast truncates: add a half to round, and keep to 0..255.
+      { op: "Add", inputs: ["composed", "half"], outputs: ["rounded"] },
+      { op: "Clip", inputs: ["rounded", "low", "high"], outputs: ["clipped"] },
+      { op: "Cast", inputs: ["clipped"], outputs: ["result"], attributes: { to: UINT8 } },
+    ],
+  });
+}
+
+/** Nodes computing "mean" (Nx3x1x1): the mean of `image` over the pixels where `known` (Nx1xHxW, 0..1) is 1. */
+function meanOfKeptNodes(image: string, known: string, before: OnnxNode[]): OnnxNode[] {
+  return [
+    ...before,
+    { op: "Constant", inputs: [], outputs: ["spatial_axes"], attributes: { value: { int64s: [2, 3] } } },
+    { op: "Mul", inputs: [image, known], outputs: ["kept"] },
+    { op: "ReduceSum", inputs: ["kept", "spatial_axes"], outputs: ["kept_sum"], attributes: { keepdims: 1 } },
+    { op: "ReduceSum", inputs: [known, "spatial_axes"], outputs: ["known_count"], attributes: { keepdims: 1 } },
+    { op: "Add", inputs: ["known_count", "epsilon"], outputs: ["known_safe"] },
+    { op: "Div", inputs: ["kept_sum", "known_safe"], outputs: ["mean"] },
+  ];
 }

@@ -15,8 +15,9 @@ import { SALIENCY_MODEL_KINDS } from "../engine.ports";
 export const MODEL_TASKS = ["background", "inpainting"] as const;
 export type ModelTask = (typeof MODEL_TASKS)[number];
 
-/** How an inpainting network takes its inputs (not used by the engine yet). */
+/** How an inpainting network takes its inputs: the conventions `OnnxInpainter` feeds each kind by (inpainting.onnx.ts). */
 export const INPAINTING_MODEL_KINDS = ["lama", "migan"] as const;
+export type InpaintingModelKind = (typeof INPAINTING_MODEL_KINDS)[number];
 
 /** Licences under which weights may be a default (downloaded without anyone choosing them). */
 export const PERMISSIVE_LICENCES = ["MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "CC0-1.0"] as const;
@@ -218,7 +219,9 @@ const BUILT_IN_ENTRIES: ModelEntry[] = [
 
 export const BUILT_IN_CATALOG: ModelCatalog = checkCatalog({
   entries: BUILT_IN_ENTRIES,
-  // Inpainting has no default yet: the engine does not run a learned inpainter, PatchMatch is the default.
+  // No inpainting default: LaMa (Apache-2.0) and MI-GAN (MIT) could be one by the licence rule, but PatchMatch stays
+  // the offline default (issue 12) and neither model's quality on real photographs could be measured here, their
+  // host being unreachable (docs/engine.md#learned-inpainting). An operator opts in with RETOUCH_INPAINTING_MODEL.
   defaults: { background: "isnet-general-use" },
 });
 
