@@ -139,6 +139,59 @@ describe("parseConfig: the editing engine", () => {
   });
 });
 
+describe("parseConfig: learned inpainting", () => {
+  it("is off by default: PatchMatch fills the holes", () => {
+    const config = parseConfig({});
+    expect(config.inpaintingModel).toBeUndefined();
+    expect(config.models.inpainting).toBeUndefined();
+    expect(imageEngineOptions(config)).not.toHaveProperty("inpaintingModel");
+  });
+
+  it("takes a catalog name, whose file and input the catalog knows", () => {
+    for (const name of ["lama", "migan"]) {
+      const config = parseConfig({ RETOUCH_INPAINTING_MODEL: name });
+      expect(config.models.inpainting).toBe(name);
+      // Not an engine option until the file is on disk: the model provisioner adds it then.
+      expect(config.inpaintingModel).toBeUndefined();
+    }
+  });
+
+  it("takes a path, its kind from RETOUCH_INPAINTING_MODEL_KIND or the file's name, and passes it to the engine", () => {
+    const directory = mkdtempSync(path.join(os.tmpdir(), "retouch-config-"));
+    writeFileSync(path.join(directory, "lama_fp32.onnx"), "");
+    writeFileSync(path.join(directory, "fill.onnx"), "");
+    const named = parseConfig({ RETOUCH_INPAINTING_MODEL: "lama_fp32.onnx" }, directory);
+    expect(named.inpaintingModel).toEqual({ path: path.join(directory, "lama_fp32.onnx"), kind: "lama" });
+    expect(named.models.inpainting).toBeUndefined();
+    const kinded = parseConfig({ RETOUCH_INPAINTING_MODEL: "fill.onnx", RETOUCH_INPAINTING_MODEL_KIND: "migan" }, directory);
+    expect(kinded.inpaintingModel).toEqual({ path: path.join(directory, "fill.onnx"), kind: "migan" });
+    expect(imageEngineOptions({ ...kinded, maxImagePixels: 2_000_000 })).toEqual({
+      maxPixels: 2_000_000,
+      inpaintingModel: { path: path.join(directory, "fill.onnx"), kind: "migan" },
+    });
+  });
+
+  it("reports a name that is not an inpainting model, a missing file, a kind it cannot tell, and a kind for a catalog model", () => {
+    const directory = mkdtempSync(path.join(os.tmpdir(), "retouch-config-"));
+    writeFileSync(path.join(directory, "fill.onnx"), "");
+    expect(problemsOf({ RETOUCH_INPAINTING_MODEL: "isnet-general-use" })).toContain(
+      'RETOUCH_INPAINTING_MODEL: "isnet-general-use" must be the path of an .onnx file or the name of an inpainting model in the catalog (lama, migan)',
+    );
+    expect(problemsOf({ RETOUCH_INPAINTING_MODEL: "/nowhere/lama.onnx" })).toBe(
+      "RETOUCH_INPAINTING_MODEL: no file at /nowhere/lama.onnx",
+    );
+    expect(problemsOf({ RETOUCH_INPAINTING_MODEL: "fill.onnx" }, directory)).toMatch(
+      /^RETOUCH_INPAINTING_MODEL_KIND: required for fill\.onnx, whose name says neither lama nor migan/,
+    );
+    expect(problemsOf({ RETOUCH_INPAINTING_MODEL: "lama", RETOUCH_INPAINTING_MODEL_KIND: "lama" })).toContain(
+      "RETOUCH_INPAINTING_MODEL_KIND applies only to a model given by path",
+    );
+    expect(problemsOf({ RETOUCH_INPAINTING_MODEL: "fill.onnx", RETOUCH_INPAINTING_MODEL_KIND: "sd15" }, directory)).toContain(
+      "RETOUCH_INPAINTING_MODEL_KIND",
+    );
+  });
+});
+
 describe("parseDuration", () => {
   it.each([
     ["30s", 30_000],

@@ -7,6 +7,8 @@ import {
   GENERATIVE_PROVIDERS,
   type GenerativeProviderName,
   type GenerativeProviderOptions,
+  INPAINTING_MODEL_KINDS,
+  type InpaintingModelKind,
   type ModelCatalog,
   parseCatalogFile,
   SALIENCY_MODEL_KINDS,
@@ -112,6 +114,9 @@ const envSchema = z.object({
   RETOUCH_BACKGROUND_MODEL: z.string().min(1).optional(),
   RETOUCH_BACKGROUND_MODEL_KIND: z.enum(SALIENCY_MODEL_KINDS).optional(),
   RETOUCH_BACKGROUND_MODEL_SIZE: z.coerce.number().int().min(32).max(4096).optional(),
+  // Learned inpainting for object removal, none by default (PatchMatch): a path or a catalog name, like the background model.
+  RETOUCH_INPAINTING_MODEL: z.string().min(1).optional(),
+  RETOUCH_INPAINTING_MODEL_KIND: z.enum(INPAINTING_MODEL_KINDS).optional(),
   RETOUCH_MODELS_DIR: z.string().min(1).optional(),
   RETOUCH_MODEL_MIRROR: z
     .url({ protocol: /^https?$/ })
@@ -188,6 +193,8 @@ export interface Config {
   maxImagePixels: number;
   /** An ONNX salient-object model given by path; undefined = the catalog model `models.background`, when it is there. */
   backgroundModel: { path: string; kind: SaliencyModelKind | undefined; inputSize: number | undefined } | undefined;
+  /** An ONNX inpainting model given by path; undefined = the catalog model `models.inpainting`, if any (none: PatchMatch). */
+  inpaintingModel: { path: string; kind: InpaintingModelKind } | undefined;
   models: {
     /** Where catalog models are kept (RETOUCH_MODELS_DIR). */
     dir: string;
@@ -201,6 +208,8 @@ export interface Config {
     background: string | undefined;
     /** The input side to run it at (RETOUCH_BACKGROUND_MODEL_SIZE); default: the catalog's. */
     backgroundSize: number | undefined;
+    /** The catalog model for object removal's fills (RETOUCH_INPAINTING_MODEL's name); undefined: a path, or PatchMatch. */
+    inpainting: string | undefined;
   };
   /** The hosted provider for generative edits outside the catalog (RETOUCH_GENERATIVE_PROVIDER); undefined = none. */
   generativeProvider: GenerativeProviderOptions | undefined;
@@ -258,6 +267,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   } else if (backgroundEntry && defined.RETOUCH_BACKGROUND_MODEL_KIND) {
     problems.push("RETOUCH_BACKGROUND_MODEL_KIND applies only to a model given by path: the catalog knows its models' input");
   }
+  const inpainting = readInpaintingModel(defined, catalog, baseDir, problems);
   const generativeProvider = result.data ? readGenerativeProvider(result.data, problems) : undefined;
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const e = result.data;
@@ -299,6 +309,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     backgroundModel: backgroundModelPath
       ? { path: backgroundModelPath, kind: e.RETOUCH_BACKGROUND_MODEL_KIND, inputSize: e.RETOUCH_BACKGROUND_MODEL_SIZE }
       : undefined,
+    inpaintingModel: inpainting.model,
     models: {
       dir: e.RETOUCH_MODELS_DIR ? path.resolve(baseDir, e.RETOUCH_MODELS_DIR) : path.join(dataDir, "models"),
       mirror: e.RETOUCH_MODEL_MIRROR,
@@ -306,9 +317,47 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       catalog,
       background: backgroundModelPath ? undefined : (backgroundSetting ?? catalog.defaults.background),
       backgroundSize: backgroundModelPath ? undefined : e.RETOUCH_BACKGROUND_MODEL_SIZE,
+      inpainting: inpainting.name,
     },
     generativeProvider,
   };
+}
+
+/**
+ * RETOUCH_INPAINTING_MODEL: a path (its kind from RETOUCH_INPAINTING_MODEL_KIND
+ * or the file's name) or an inpainting model of the catalog; neither means
+ * PatchMatch, unless the catalog names a default. Problems go to `problems`.
+ */
+function readInpaintingModel(
+  defined: Record<string, string | undefined>,
+  catalog: ModelCatalog,
+  baseDir: string,
+  problems: string[],
+): { model: Config["inpaintingModel"]; name: string | undefined } {
+  const setting = defined.RETOUCH_INPAINTING_MODEL;
+  const kindSetting = INPAINTING_MODEL_KINDS.find((kind) => kind === defined.RETOUCH_INPAINTING_MODEL_KIND);
+  if (setting === undefined || !/[/\\]|\.onnx$/.test(setting)) {
+    const entry = setting === undefined ? undefined : findModel(catalog, setting);
+    if (setting !== undefined && entry?.task !== "inpainting") {
+      const names = catalog.entries.filter((candidate) => candidate.task === "inpainting").map((candidate) => candidate.name);
+      problems.push(
+        `RETOUCH_INPAINTING_MODEL: "${setting}" must be the path of an .onnx file or the name of an inpainting model in the catalog (${names.join(", ")})`,
+      );
+    } else if (entry && defined.RETOUCH_INPAINTING_MODEL_KIND) {
+      problems.push("RETOUCH_INPAINTING_MODEL_KIND applies only to a model given by path: the catalog knows its models' input");
+    }
+    return { model: undefined, name: setting ?? catalog.defaults.inpainting };
+  }
+  const file = path.resolve(baseDir, setting);
+  // Without a kind, the file's name may say it ("lama_fp32.onnx", "migan_pipeline_v2.onnx").
+  const kind = kindSetting ?? INPAINTING_MODEL_KINDS.find((candidate) => path.basename(file).toLowerCase().includes(candidate));
+  if (!existsSync(file)) problems.push(`RETOUCH_INPAINTING_MODEL: no file at ${file}`);
+  if (!kind && defined.RETOUCH_INPAINTING_MODEL_KIND === undefined) {
+    problems.push(
+      `RETOUCH_INPAINTING_MODEL_KIND: required for ${path.basename(file)}, whose name says neither ${INPAINTING_MODEL_KINDS.join(" nor ")}: set it to the contract the model was exported with (${INPAINTING_MODEL_KINDS.join(" or ")})`,
+    );
+  }
+  return { model: kind ? { path: file, kind } : undefined, name: undefined };
 }
 
 /** The provider's options, or undefined for `none`; a missing key or base URL is added to `problems`. */
