@@ -122,12 +122,19 @@ export async function startModelMirror(): Promise<ModelMirror> {
 export const sha256Of = (bytes: Buffer): string => createHash("sha256").update(bytes).digest("hex");
 
 /**
- * Writes a RETOUCH_MODEL_CATALOG file with one background model per entry,
- * its checksum and size taken from the bytes a test mirror serves.
+ * Writes a RETOUCH_MODEL_CATALOG file with one model per entry (a background
+ * model unless `inpainting` gives an inpainting model's kind and size), its
+ * checksum and size taken from the bytes a test mirror serves.
  */
 export async function writeTestCatalog(
   dir: string,
-  models: { name: string; bytes: Buffer; size?: number; sha256?: string }[],
+  models: {
+    name: string;
+    bytes: Buffer;
+    size?: number;
+    sha256?: string;
+    inpainting?: { kind: "lama" | "migan"; size: number };
+  }[],
 ): Promise<string> {
   const file = path.join(dir, "catalog.json");
   const imagenet = { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] };
@@ -136,14 +143,15 @@ export async function writeTestCatalog(
     JSON.stringify({
       models: models.map((model) => ({
         name: model.name,
-        task: "background",
         title: `Test model ${model.name}`,
         file: `${model.name}.onnx`,
         urls: [`https://models.invalid/${model.name}.onnx`],
         size: model.size ?? model.bytes.length,
         checksums: { sha256: model.sha256 ?? sha256Of(model.bytes) },
         checksumSource: "computed by the test from the bytes its mirror serves",
-        input: { kind: "u2net", size: 64, ...imagenet },
+        ...(model.inpainting
+          ? { task: "inpainting", input: model.inpainting }
+          : { task: "background", input: { kind: "u2net", size: 64, ...imagenet } }),
         licence: { id: "MIT", source: "test fixture" },
         project: "https://example.invalid/test-models",
       })),

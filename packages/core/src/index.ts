@@ -13,7 +13,12 @@ export { createMailer, type Mailer, type MailMessage } from "./mail/mailer";
 export { ImageProcessor, MAX_ATTEMPTS } from "./processing/image-processor";
 export { JobQueue, PROCESS_IMAGE, QUEUE_CHANNEL } from "./processing/job-queue";
 export { runMaintenance } from "./processing/maintenance";
-export { catalogModelOptions, imageEngineOptions, ModelProvisioner } from "./processing/model-provisioner";
+export {
+  catalogInpaintingOptions,
+  catalogModelOptions,
+  imageEngineOptions,
+  ModelProvisioner,
+} from "./processing/model-provisioner";
 export { MAX_BATCH_SIZE, MAX_PROMPT_CHARS, processItemSchema } from "./schemas/process.schemas";
 export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
 export { createAdminService, createServices, type ServiceDependencies, type Services } from "./services/services";

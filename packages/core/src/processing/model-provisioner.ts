@@ -3,9 +3,11 @@ import {
   type BackgroundModelOptions,
   type DownloadProgress,
   type EngineWorkerOptions,
+  type InpaintingModelOptions,
   isModelError,
   type ModelEntry,
   ModelLibrary,
+  type ModelTask,
 } from "@retouch/engine";
 import type { Config } from "../config/env";
 import type { Logger } from "../lib/logger";
@@ -17,16 +19,23 @@ const RETRY_MAX_MS = 6 * 3_600_000;
 const BUSY_POLL_MS = 5_000;
 
 export interface ModelProvisionerDependencies {
-  config: Pick<Config, "backgroundModel" | "maxImagePixels" | "models">;
+  config: Pick<Config, "backgroundModel" | "inpaintingModel" | "maxImagePixels" | "models">;
   logger: Logger;
 }
 
-/** The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*). */
-export function imageEngineOptions(config: Pick<Config, "maxImagePixels" | "backgroundModel">): EngineWorkerOptions {
+/**
+ * The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*,
+ * RETOUCH_INPAINTING_MODEL*), for models given by path; catalog models are added once they are on disk.
+ */
+export function imageEngineOptions(
+  config: Pick<Config, "maxImagePixels" | "backgroundModel" | "inpaintingModel">,
+): EngineWorkerOptions {
   const model = config.backgroundModel;
+  const inpainting = config.inpaintingModel;
   return {
     maxPixels: config.maxImagePixels,
     ...(model ? { backgroundModel: { path: model.path, kind: model.kind, inputSize: model.inputSize } } : {}),
+    ...(inpainting ? { inpaintingModel: { path: inpainting.path, kind: inpainting.kind } } : {}),
   };
 }
 
@@ -37,21 +46,46 @@ export function catalogModelOptions(entry: ModelEntry, file: string, size?: numb
   return { path: file, kind, inputSize: size ?? entry.input.runSize ?? entry.input.size, mean, std };
 }
 
+/** The engine options for a catalog inpainting model stored at `file`. */
+export function catalogInpaintingOptions(entry: ModelEntry, file: string): InpaintingModelOptions {
+  if (entry.task !== "inpainting") throw new Error(`${entry.name} is not an inpainting model`);
+  return { path: file, kind: entry.input.kind, size: entry.input.size };
+}
+
+/** What each task's model does, and what answers while it is missing. */
+const TASKS: Record<ModelTask, { model: string; builtIn: string; fallback: string; workflow: string }> = {
+  background: {
+    model: "background model",
+    builtIn: "classical segmenter (built in)",
+    fallback: "the classical segmenter",
+    workflow: "Background removal",
+  },
+  inpainting: { model: "inpainting model", builtIn: "PatchMatch (built in)", fallback: "PatchMatch", workflow: "Object removal" },
+};
+
 /**
- * Which models the engine threads use, and getting the missing one. The
+ * Which models the engine threads use, and getting the missing ones. The
  * threads start at once with what is on disk (the classical segmenter when
- * the background model is missing); the missing model is then fetched in the
- * background, verified, and handed to the engine pool. Jobs never wait for
- * it, and without a network the service keeps running on its fallbacks.
+ * the background model is missing, PatchMatch when a configured inpainting
+ * model is); each missing model is then fetched in the background, verified,
+ * and handed to the engine pool. Jobs never wait for a download, and without
+ * a network the service keeps running on its fallbacks.
  */
 export class ModelProvisioner {
   private readonly library: ModelLibrary;
   private readonly stopping = new AbortController();
-  private missing: ModelEntry | undefined;
-  private background = "classical segmenter (built in)";
-  private running: Promise<void> | undefined;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retryDelayMs = RETRY_FIRST_MS;
+  private readonly missing: ModelEntry[] = [];
+  private readonly active: Record<ModelTask, string> = {
+    background: TASKS.background.builtIn,
+    inpainting: TASKS.inpainting.builtIn,
+  };
+  /** The options the engine threads have now: each model that arrives is added to them. */
+  private current: EngineWorkerOptions = {};
+  /** Switches, one after the other, so that two models arriving together both end up in the options. */
+  private switching: Promise<void> = Promise.resolve();
+  private readonly running = new Set<Promise<void>>();
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
+  private readonly retryDelayMs = new Map<string, number>();
 
   constructor(private readonly deps: ModelProvisionerDependencies) {
     const { models } = deps.config;
@@ -62,52 +96,71 @@ export class ModelProvisioner {
   async initialOptions(): Promise<EngineWorkerOptions> {
     const { config } = this.deps;
     const options = imageEngineOptions(config);
-    const name = config.models.background;
-    if (config.backgroundModel) {
-      this.background = `file ${config.backgroundModel.path}`;
-    } else if (name) {
+    if (config.backgroundModel) this.active.background = `file ${config.backgroundModel.path}`;
+    if (config.inpaintingModel) this.active.inpainting = `file ${config.inpaintingModel.path}`;
+    const named: [ModelTask, string | undefined][] = [
+      ["background", config.backgroundModel ? undefined : config.models.background],
+      ["inpainting", config.inpaintingModel ? undefined : config.models.inpainting],
+    ];
+    for (const [task, name] of named) {
+      if (!name) continue;
       const status = await this.library.status(name);
       if (status.state === "installed") {
-        this.background = name;
-        options.backgroundModel = catalogModelOptions(status.entry, status.path, config.models.backgroundSize);
+        this.active[task] = name;
+        Object.assign(options, this.engineOptions(status.entry, status.path));
       } else {
-        this.missing = status.entry;
+        this.missing.push(status.entry);
       }
     }
+    this.current = options;
     this.logActive("active models");
     return options;
   }
 
   /**
-   * Fetches a missing background model in the background (unless
-   * RETOUCH_MODEL_DOWNLOAD=off) and passes its options to `activate` once
-   * verified. Returns at once; failures are logged and retried later.
+   * Fetches each missing model in the background (unless RETOUCH_MODEL_DOWNLOAD=off)
+   * and passes the options with it to `activate` once verified. Returns at once;
+   * failures are logged and retried later.
    */
   start(activate: (options: EngineWorkerOptions) => Promise<void>): void {
-    const entry = this.missing;
-    if (!entry) return;
-    if (!this.deps.config.models.download) {
-      this.deps.logger.warn(
-        { model: entry.name, dir: this.library.dir },
-        `background model ${entry.name} is not installed and RETOUCH_MODEL_DOWNLOAD=off: background removal uses the classical segmenter; run \`pnpm retouch models pull ${entry.name}\` to install it`,
-      );
-      return;
+    for (const entry of this.missing) {
+      const task = TASKS[entry.task];
+      if (!this.deps.config.models.download) {
+        this.deps.logger.warn(
+          { model: entry.name, dir: this.library.dir },
+          `${task.model} ${entry.name} is not installed and RETOUCH_MODEL_DOWNLOAD=off: ${task.workflow.toLowerCase()} uses ${task.fallback}; run \`pnpm retouch models pull ${entry.name}\` to install it`,
+        );
+        continue;
+      }
+      this.run(entry, activate);
     }
-    this.running = this.fetchAndActivate(entry, activate);
   }
 
   async stop(): Promise<void> {
     this.stopping.abort();
-    clearTimeout(this.retryTimer);
-    await this.running;
+    for (const timer of this.retryTimers) clearTimeout(timer);
+    await Promise.all([...this.running]);
+  }
+
+  private engineOptions(entry: ModelEntry, file: string): EngineWorkerOptions {
+    return entry.task === "background"
+      ? { backgroundModel: catalogModelOptions(entry, file, this.deps.config.models.backgroundSize) }
+      : { inpaintingModel: catalogInpaintingOptions(entry, file) };
+  }
+
+  private run(entry: ModelEntry, activate: (options: EngineWorkerOptions) => Promise<void>): void {
+    const running = this.fetchAndActivate(entry, activate);
+    this.running.add(running);
+    void running.finally(() => this.running.delete(running));
   }
 
   private async fetchAndActivate(entry: ModelEntry, activate: (options: EngineWorkerOptions) => Promise<void>): Promise<void> {
     const { logger, config } = this.deps;
+    const task = TASKS[entry.task];
     const signal = this.stopping.signal;
     logger.info(
       { model: entry.name, bytes: entry.size, from: config.models.mirror ?? entry.urls[0], dir: this.library.dir },
-      `fetching background model ${entry.name} in the background; jobs use the classical segmenter until it is verified`,
+      `fetching ${task.model} ${entry.name} in the background; jobs use ${task.fallback} until it is verified`,
     );
     let reported = -1;
     const onProgress = (progress: DownloadProgress) => {
@@ -147,13 +200,8 @@ export class ModelProvisioner {
         },
         "model downloaded and verified",
       );
-      await activate({
-        ...imageEngineOptions(config),
-        backgroundModel: catalogModelOptions(entry, result.path, config.models.backgroundSize),
-      });
-      this.background = entry.name;
-      this.missing = undefined;
-      this.logActive("background model switched: active models");
+      await this.switchTo(entry, result.path, activate);
+      this.logActive(`${task.model} switched: active models`);
     } catch (error) {
       if (signal.aborted) return;
       const message = error instanceof Error ? error.message : String(error);
@@ -162,21 +210,36 @@ export class ModelProvisioner {
         this.retry(entry, activate, BUSY_POLL_MS);
         return;
       }
+      const delayMs = this.retryDelayMs.get(entry.name) ?? RETRY_FIRST_MS;
       logger.warn(
-        { model: entry.name, reason: isModelError(error) ? error.reason : "activation_failed", retryInMs: this.retryDelayMs },
-        `could not fetch the background model: ${message} Background removal uses the classical segmenter meanwhile.`,
+        { model: entry.name, reason: isModelError(error) ? error.reason : "activation_failed", retryInMs: delayMs },
+        `could not fetch the ${task.model}: ${message} ${task.workflow} uses ${task.fallback} meanwhile.`,
       );
       this.logActive("active models");
-      this.retry(entry, activate, this.retryDelayMs);
-      this.retryDelayMs = Math.min(this.retryDelayMs * 2, RETRY_MAX_MS);
+      this.retry(entry, activate, delayMs);
+      this.retryDelayMs.set(entry.name, Math.min(delayMs * 2, RETRY_MAX_MS));
     }
   }
 
+  /** Hands the engine the current options with this model added, after any switch under way. */
+  private switchTo(entry: ModelEntry, file: string, activate: (options: EngineWorkerOptions) => Promise<void>): Promise<void> {
+    const switched = this.switching.then(async () => {
+      const next = { ...this.current, ...this.engineOptions(entry, file) };
+      await activate(next);
+      this.current = next;
+      this.active[entry.task] = entry.name;
+    });
+    this.switching = switched.catch(() => {});
+    return switched;
+  }
+
   private retry(entry: ModelEntry, activate: (options: EngineWorkerOptions) => Promise<void>, delayMs: number): void {
-    this.retryTimer = setTimeout(() => {
-      this.running = this.fetchAndActivate(entry, activate);
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(timer);
+      this.run(entry, activate);
     }, delayMs);
-    this.retryTimer.unref();
+    timer.unref();
+    this.retryTimers.add(timer);
   }
 
   private logActive(message: string): void {
@@ -184,9 +247,9 @@ export class ModelProvisioner {
     this.deps.logger.info(
       {
         models: {
-          background: this.background,
+          background: this.active.background,
           objectDetector: "CenterNet (built in)",
-          inpainting: "PatchMatch (built in)",
+          inpainting: this.active.inpainting,
         },
         modelsDir: path.resolve(config.models.dir),
       },

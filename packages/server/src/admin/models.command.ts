@@ -33,7 +33,7 @@ export async function runModelsCommand(
   const name = args[0];
   switch (command) {
     case "list": {
-      output.stdout.write(formatList(await library.list(), models.background));
+      output.stdout.write(formatList(await library.list(), [models.background, models.inpainting]));
       output.stdout.write(`\nModels directory: ${models.dir}${models.mirror ? `; mirror: ${models.mirror}` : ""}\n`);
       return 0;
     }
@@ -79,7 +79,8 @@ export async function runModelsCommand(
   }
 }
 
-function formatList(statuses: ModelStatus[], backgroundDefault: string | undefined): string {
+/** `used`: the models the service takes for their tasks (the configured or default ones), marked in DEFAULT. */
+function formatList(statuses: ModelStatus[], used: (string | undefined)[]): string {
   const rows = [
     ["NAME", "TASK", "SIZE", "LICENCE", "INSTALLED", "DEFAULT"],
     ...statuses.map(({ entry, state, bytes }) => [
@@ -94,7 +95,7 @@ function formatList(statuses: ModelStatus[], backgroundDefault: string | undefin
           : state === "wrong_size"
             ? "wrong size"
             : "no",
-      entry.name === backgroundDefault ? "yes" : "",
+      used.includes(entry.name) ? "yes" : "",
     ]),
   ];
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
