@@ -4,6 +4,7 @@ import { type CommandContext, loadContext, UsageError } from "./command-context"
 import { login, logout, resendVerification, signup } from "./commands/account.commands";
 import { edit, JobFailedError, result, status } from "./commands/jobs.commands";
 import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.commands";
+import { capabilities } from "./commands/service.commands";
 import { configPath } from "./config-store";
 import { Output } from "./output";
 
@@ -70,6 +71,12 @@ const COMMANDS: Command[] = [
   { words: ["status"], usage: "status <job_id|batch_id>", summary: "show a job's (or a batch's) status", run: status },
   { words: ["result"], usage: "result <job_id> [-o file]", summary: "print a job's result link, or save the image", run: result },
   { words: ["secret"], usage: "secret", summary: "print your webhook signing secret", run: webhookSecret },
+  {
+    words: ["capabilities"],
+    usage: "capabilities",
+    summary: "what the server can do: instructions, detectable objects, provider",
+    run: capabilities,
+  },
 ];
 
 function help(): string {

@@ -5,6 +5,7 @@
 export { ClassicalBackgroundRemover, type ClassicalSegmenterOptions } from "./background-removal.classical";
 export { inferModelKind, OnnxBackgroundRemover, type OnnxBackgroundRemoverOptions } from "./background-removal.onnx";
 export { COCO_LABELS } from "./detection-vocabulary";
+export { builtInAbilities, type EditPlan, type Executor, type PlanOptions, planEdit } from "./edit-plan";
 export {
   type BackgroundModelOptions,
   createImageEngine,

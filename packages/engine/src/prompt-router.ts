@@ -154,9 +154,11 @@ function readClauses(normalized: string): ClauseReading {
     }
     if (CONSTRAINT.test(clause)) continue;
     if (previousWasRemoval && !INSTRUCTION_START.test(clause)) {
-      // "remove the car, the dog and the bike": the verb carries over.
+      // "remove the car, the dog and the bike": the verb carries over, until a remark
+      // ("remove the dog, thanks! nice photo") ends the list.
       const term = cleanRemovalTerm(clause);
       if (term) reading.terms.push(term);
+      else previousWasRemoval = false;
       continue;
     }
     previousWasRemoval = false;

@@ -62,7 +62,11 @@ describe("routePrompt: object removal", () => {
       removalTerms: ["car"],
       followUpInstructions: ["make it black-and-white"],
     });
-    expect(routePrompt({ prompt: "remove the dog, thanks! nice photo" }).followUpInstructions).toEqual([]);
+    // A remark is neither an edit nor one more thing to remove.
+    expect(routePrompt({ prompt: "remove the dog, thanks! nice photo" })).toMatchObject({
+      removalTerms: ["dog"],
+      followUpInstructions: [],
+    });
     // Constraints are neither targets nor edits.
     expect(routePrompt({ prompt: "remove the person, keep the dog" })).toEqual({
       workflow: "object_removal",

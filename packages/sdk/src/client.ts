@@ -8,6 +8,7 @@ type Outputs = {
   status: AppRouter["process"]["status"]["_def"]["$types"]["output"];
   result: AppRouter["process"]["result"]["_def"]["$types"]["output"];
   session: AppRouter["auth"]["signIn"]["_def"]["$types"]["output"];
+  capabilities: AppRouter["service"]["capabilities"]["_def"]["$types"]["output"];
 };
 
 export type OutputFormat = "jpeg" | "png" | "webp";
@@ -36,6 +37,7 @@ export type BatchSubmission = Extract<Outputs["submit"], { batch_id: string }>;
 export type JobStatus = Extract<Outputs["status"], { status: string }>;
 export type BatchStatus = Extract<Outputs["status"], { batch_id: string }>;
 export type JobResult = Extract<Outputs["result"], { url: string }>;
+export type Capabilities = Outputs["capabilities"];
 export type Session = Outputs["session"] & {
   /** `name=value` of the session cookie, to send as a `Cookie` header (Node; browsers keep it themselves). */
   cookie: string | undefined;
@@ -189,6 +191,11 @@ export class Retouch {
     } catch (error) {
       throw toError(error);
     }
+  }
+
+  /** What the server can do (no key needed): workflows, built-in instructions with examples, detectable objects, the generative provider. */
+  capabilities(): Promise<Capabilities> {
+    return this.call(() => this.api.service.capabilities.query());
   }
 
   // API keys and webhooks

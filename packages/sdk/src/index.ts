@@ -2,6 +2,7 @@ export {
   type BatchItem,
   type BatchStatus,
   type BatchSubmission,
+  type Capabilities,
   type EditOptions,
   type JobResult,
   type JobStatus,

@@ -3,7 +3,7 @@
 import type { TRPCBuiltRouter, TRPCMutationProcedure, TRPCQueryProcedure } from "@trpc/server";
 
 /** The shape of an error as the tRPC endpoint sends it. */
-export type ErrorShape = { "message": string; "code": -32700 | -32600 | -32603 | -32001 | -32002 | -32003 | -32004 | -32005 | -32008 | -32009 | -32012 | -32013 | -32015 | -32022 | -32028 | -32029 | -32099; "data": { "path": undefined | string; "issues"?: Array<{ "path": string; "message": string; }>; "retryAfterSeconds"?: number; "code": "invalid_request" | "invalid_json" | "batch_exceeds_plan_limit" | "unauthorized" | "invalid_credentials" | "insufficient_credits" | "email_unverified" | "signed_url_invalid" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "email_already_registered" | "idempotency_key_reused" | "rate_limited" | "too_many_in_flight" | "internal_error" | "job_failed" | "image_fetch_failed" | "upstream_error" | "service_unavailable"; "httpStatus": number; }; };
+export type ErrorShape = { "message": string; "code": -32700 | -32600 | -32603 | -32001 | -32002 | -32003 | -32004 | -32005 | -32008 | -32009 | -32012 | -32013 | -32015 | -32022 | -32028 | -32029 | -32099; "data": { "path": undefined | string; "issues"?: Array<{ "path": string; "message": string; }>; "retryAfterSeconds"?: number; "code": "invalid_request" | "invalid_json" | "batch_exceeds_plan_limit" | "unsupported_instruction" | "unauthorized" | "invalid_credentials" | "insufficient_credits" | "email_unverified" | "signed_url_invalid" | "not_found" | "method_not_allowed" | "payload_too_large" | "unsupported_media_type" | "email_already_registered" | "idempotency_key_reused" | "rate_limited" | "too_many_in_flight" | "internal_error" | "job_failed" | "image_fetch_failed" | "upstream_error" | "service_unavailable"; "httpStatus": number; }; };
 
 /** Every operation of the Retouch API, as the typed client sees it. */
 export type AppRouter = TRPCBuiltRouter<
@@ -27,6 +27,9 @@ export type AppRouter = TRPCBuiltRouter<
     webhooks: {
       secret: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "secret": string; "standard_webhooks_secret": string; }; meta: object; errorShape: ErrorShape }>;
       deliveries: TRPCQueryProcedure<{ input: { "limit"?: number; }; output: { "deliveries": Array<{ "id": string; "job_id": string; "url": string; "status": "pending" | "delivered" | "failed"; "attempts": number; "last_status_code": null | number; "last_error": null | string; "last_attempt_at": null | string; "next_attempt_at": null | string; "created_at": string; "delivered_at": null | string; }>; }; meta: object; errorShape: ErrorShape }>;
+    };
+    service: {
+      capabilities: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "workflows": Array<{ "name": "background_removal" | "object_removal" | "generative_edit"; "description": string; "examples": Array<string>; }>; "instructions": Array<{ "name": string; "examples": Array<string>; }>; "detectable_objects": Array<string>; "generative_provider": null | { "name": string; "model": string; }; "models": { "background": null | { "name": string; "installed": boolean; }; }; "limits": { "max_image_bytes": number; "max_image_pixels": number; "input_formats": Array<string>; "output_formats": Array<string>; }; }; meta: object; errorShape: ErrorShape }>;
     };
   }
 >;
