@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import sharp from "sharp";
+import sharp, { type OverlayOptions } from "sharp";
 import type { Box, RgbaImage } from "../src/engine.ports";
 
 export const fixture = (name: string) => readFile(new URL(`./fixtures/${name}`, import.meta.url));
@@ -23,13 +23,9 @@ export const FACES: Record<string, Box> = {
  * licence we can use. The faces are real photographs, only their placement
  * is made; `faces` are their boxes in the picture.
  */
-export async function groupPicture(
-  width: number,
-  height: number,
-  sizes: number[],
-): Promise<{ jpeg: Buffer; faces: Box[] }> {
+export async function groupPicture(width: number, height: number, sizes: number[]): Promise<{ jpeg: Buffer; faces: Box[] }> {
   const portraits = Object.entries(FACES);
-  const layers: sharp.OverlayOptions[] = [];
+  const layers: OverlayOptions[] = [];
   const faces: Box[] = [];
   for (const [row, [file, face]] of portraits.entries()) {
     const bytes = await fixture(file);
@@ -73,8 +69,7 @@ export function laplacianVariance(image: RgbaImage, box: Box): number {
   const x2 = Math.min(image.width - 1, Math.round(box.x + box.width));
   const y2 = Math.min(image.height - 1, Math.round(box.y + box.height));
   for (let y = y1; y < y2; y++)
-    for (let x = x1; x < x2; x++)
-      values.push(4 * luma(x, y) - luma(x - 1, y) - luma(x + 1, y) - luma(x, y - 1) - luma(x, y + 1));
+    for (let x = x1; x < x2; x++) values.push(4 * luma(x, y) - luma(x - 1, y) - luma(x + 1, y) - luma(x, y - 1) - luma(x, y + 1));
   const mean = values.reduce((sum, value) => sum + value, 0) / values.length;
   return values.reduce((sum, value) => sum + (value - mean) ** 2, 0) / values.length;
 }
@@ -82,7 +77,5 @@ export function laplacianVariance(image: RgbaImage, box: Box): number {
 /** Whether the centres of two boxes lie within half a face of each other. */
 export function sameFace(a: Box, b: Box): boolean {
   const reach = Math.max(a.width, b.width) / 2;
-  return (
-    Math.abs(a.x + a.width / 2 - (b.x + b.width / 2)) < reach && Math.abs(a.y + a.height / 2 - (b.y + b.height / 2)) < reach
-  );
+  return Math.abs(a.x + a.width / 2 - (b.x + b.width / 2)) < reach && Math.abs(a.y + a.height / 2 - (b.y + b.height / 2)) < reach;
 }

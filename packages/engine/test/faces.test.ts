@@ -1,7 +1,7 @@
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
-import type { Box, RgbaImage } from "../src/engine.ports";
 import { createImageEngine } from "../src/engine";
+import type { Box, RgbaImage } from "../src/engine.ports";
 import { BlazeFaceDetector, planTiles } from "../src/face-detector.blazeface";
 import { decodeImage } from "../src/image-codec";
 import { FACES, fixture, groupPicture, laplacianVariance, sameFace } from "./faces.fixture";
@@ -44,20 +44,28 @@ function changedOutside(a: RgbaImage, b: RgbaImage, keepOut: Box[]): number {
 }
 
 describe("BlazeFaceDetector on real photographs", () => {
-  it.each(["astronaut.jpg", "basketball.jpg"])("finds the frontal face in %s and nothing else", async (name) => {
-    const faces = await detector.detectFaces(await photo(name), {});
-    const truth = FACES[name] as Box;
-    expect(faces).toHaveLength(1);
-    const [face] = faces;
-    expect(sameFace(face?.box as Box, truth)).toBe(true);
-    expect(face?.box.width).toBeGreaterThan(truth.width * 0.8);
-    expect(face?.box.width).toBeLessThan(truth.width * 1.25);
-  }, 60_000);
+  it.each(["astronaut.jpg", "basketball.jpg"])(
+    "finds the frontal face in %s and nothing else",
+    async (name) => {
+      const faces = await detector.detectFaces(await photo(name), {});
+      const truth = FACES[name] as Box;
+      expect(faces).toHaveLength(1);
+      const [face] = faces;
+      expect(sameFace(face?.box as Box, truth)).toBe(true);
+      expect(face?.box.width).toBeGreaterThan(truth.width * 0.8);
+      expect(face?.box.width).toBeLessThan(truth.width * 1.25);
+    },
+    60_000,
+  );
 
   // Each of these had a face-like patch scoring 0.6 to 0.77 on the first look; the second look turns them down.
-  it.each(["apple.jpg", "dog.jpg", "fallen-leaf.jpg", "raccoon.jpg"])("finds no face in %s", async (name) => {
-    expect(await detector.detectFaces(await photo(name), {})).toEqual([]);
-  }, 60_000);
+  it.each(["apple.jpg", "dog.jpg", "fallen-leaf.jpg", "raccoon.jpg"])(
+    "finds no face in %s",
+    async (name) => {
+      expect(await detector.detectFaces(await photo(name), {})).toEqual([]);
+    },
+    60_000,
+  );
 
   it("finds small faces in a large group picture through the tiles, and nothing between them", async () => {
     const sizes = [48, 64, 96, 128];
