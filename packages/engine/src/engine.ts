@@ -7,6 +7,7 @@ import type {
   Detection,
   EditRequest,
   EditResult,
+  FaceDetector,
   GenerativeEditor,
   ImageEngine,
   Inpainter,
@@ -18,6 +19,7 @@ import type {
   WorkContext,
 } from "./engine.ports";
 import { EngineError } from "./engine-error";
+import { parseInstructions } from "./generative-catalog";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
 import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "./image-codec";
 import { HumanObjectDetector } from "./object-detector.human";
@@ -55,6 +57,8 @@ export interface ImageEngineOptions {
   generativeEditor?: GenerativeEditor;
   /** Parts of the built-in object remover. */
   detector?: ObjectDetector;
+  /** Finds faces for the built-in catalog's face blur; default BlazeFace. */
+  faceDetector?: FaceDetector;
   inpainter?: Inpainter;
   /** Where ONNX models run. Default: one runner per thread; the engine pool lends its inference thread's. */
   onnxRunner?: OnnxRunner;
@@ -94,12 +98,15 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? new PatchMatchInpainter(), {
       segmenter: onnxRemover,
     });
-  const generativeEditor = options.generativeEditor ?? new SharpCatalogEditor(backgroundRemover);
+  // The catalog's deterministic steps always run here, whichever generative editor is configured.
+  const catalogEditor = new SharpCatalogEditor(backgroundRemover, options.faceDetector);
+  const generativeEditor = options.generativeEditor ?? catalogEditor;
   return new BuiltInImageEngine({
     maxPixels: options.maxPixels ?? DEFAULT_MAX_PIXELS,
     backgroundRemover,
     objectRemover,
     generativeEditor,
+    catalogEditor,
     warmUps: [...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : [])],
     earlyDetector,
     collectGarbage: options.collectGarbage,
@@ -154,6 +161,7 @@ interface EngineParts {
   backgroundRemover: BackgroundRemover;
   objectRemover: ObjectRemover;
   generativeEditor: GenerativeEditor;
+  catalogEditor: SharpCatalogEditor;
   warmUps: (() => Promise<void>)[];
   earlyDetector: EarlyDetector | undefined;
   collectGarbage: (() => void) | undefined;
@@ -225,11 +233,21 @@ class BuiltInImageEngine implements ImageEngine {
     let output: RgbaImage;
     let format: OutputFormat;
     switch (route.workflow) {
-      case "background_removal":
+      case "background_removal": {
+        // "... and add a drop shadow": every other clause is read before the cut-out, so one the catalog cannot do fails at once.
+        const followUps = route.followUpInstructions.length > 0 ? parseInstructions(route.followUpInstructions.join(", ")) : [];
         output = await this.parts.backgroundRemover.removeBackground(image, context);
+        if (followUps.length > 0) {
+          output = await this.parts.catalogEditor.editSteps(
+            { image: output, prompt: request.prompt, maxPixels },
+            followUps,
+            context,
+          );
+        }
         // The spec: background removal always yields PNG, whatever `format` says.
         format = "png";
         break;
+      }
       case "object_removal":
         output = await this.parts.objectRemover.removeObjects(
           { image, mask, terms: route.removalTerms, prompt: request.prompt },

@@ -17,6 +17,8 @@ export {
   type Detection,
   type EditRequest,
   type EditResult,
+  type FaceDetection,
+  type FaceDetector,
   type GenerativeEditor,
   type GenerativeEditTask,
   type GreyImage,
@@ -38,7 +40,16 @@ export {
 export { EngineError, type EngineFailureReason, isEngineError } from "./engine-error";
 export { EnginePool, type EnginePoolOptions, type PoolLogger } from "./engine-pool";
 export type { EngineWorkerOptions } from "./engine-worker.protocol";
-export { CATALOG, type EditStep, parseInstructions } from "./generative-catalog";
+export { BlazeFaceDetector, type BlazeFaceDetectorOptions } from "./face-detector.blazeface";
+export {
+  CATALOG,
+  type EditStep,
+  type InstructionReading,
+  parseInstructions,
+  type ReadingContext,
+  readInstructions,
+  type UnderstoodProblem,
+} from "./generative-catalog";
 export { SharpCatalogEditor } from "./generative-editor.sharp";
 export {
   checkImageStructure,
@@ -91,6 +102,7 @@ export {
   sharedOnnxRunner,
 } from "./onnx-runner";
 export { type PatchInpainterOptions, PatchMatchInpainter } from "./patch-inpainter";
+export { type PromptReading, readPrompt } from "./prompt-reading";
 export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompt-router";
 export {
   GENERATIVE_PROVIDERS,

@@ -1,4 +1,5 @@
 import type { Route } from "./engine.ports";
+import { isFiller } from "./generative-catalog";
 import { findColour, normalizePrompt, splitClauses } from "./prompt-text";
 
 /**
@@ -21,9 +22,10 @@ export interface RouteInput {
 
 export interface PromptRoute extends Route {
   /**
-   * Object removal only: the prompt's clauses that are not removals ("remove
-   * the car and make it black and white"), for the generative editor to apply
-   * after the removal.
+   * Object and background removal: the prompt's clauses that are not the
+   * removal ("remove the car and make it black and white", "remove the
+   * background and add a drop shadow"), for the built-in catalog to apply to
+   * the removal's result. Remarks ("thanks!") are left out.
    */
   followUpInstructions: string[];
 }
@@ -112,6 +114,9 @@ export function cleanRemovalTerm(phrase: string): string | undefined {
   return term;
 }
 
+// Things drawn around a cut-out: their colour is not a new background ("add a white outline").
+const CUTOUT_EFFECT = /\b(?:border|frame|outline[ds]?|stroke|shadows?|sticker|matte|padding)\b/;
+
 /** "remove": a transparent cut-out; "replace": the prompt also asks for a new background colour. */
 function readBackgroundRequest(normalized: string): "remove" | "replace" | undefined {
   for (const pattern of BACKGROUND_REMOVAL_PATTERNS) {
@@ -119,12 +124,38 @@ function readBackgroundRequest(normalized: string): "remove" | "replace" | undef
     if (!match) continue;
     // "remove the background and put it on white" asks for a new background: a generative edit.
     const remainder = normalized.slice(0, match.index) + normalized.slice(match.index + match[0].length);
-    const asksForNewBackground =
-      /\b(?:put|place|set|make|turn|fill|add|use|with|on|onto|against|to)\b/.test(remainder) &&
-      findColour(remainder) !== undefined;
+    const asksForNewBackground = splitClauses(remainder).some(
+      (clause) =>
+        findColour(clause) !== undefined &&
+        !CUTOUT_EFFECT.test(clause) &&
+        /\b(?:background|backdrop|bg|put|place|set|make|turn|fill|use|with|on|onto|against|to)\b/.test(clause),
+    );
     return asksForNewBackground ? "replace" : "remove";
   }
   return undefined;
+}
+
+/**
+ * A background removal's other clauses, in order: "remove the background and
+ * add a drop shadow" → "add a drop shadow"; what follows the removal inside
+ * its own clause too ("background removal with a white outline" → "with a
+ * white outline"). Clauses that only restate the removal ("make it
+ * transparent") and remarks are left out.
+ */
+function backgroundFollowUps(normalized: string): string[] {
+  const followUps: string[] = [];
+  for (const clause of splitClauses(normalized)) {
+    let rest = clause;
+    for (const pattern of BACKGROUND_REMOVAL_PATTERNS) rest = rest.replace(pattern, " ");
+    rest = rest
+      .replace(/\b(?:make|turn|set|leave|keep)\s+(?:it|the\s+\w+)\s+transparent\b|\btransparen\w*\b/g, " ")
+      .replace(/^[\s,]*(?:(?:and|then|also|plus|with|please|now|for me|entirely|completely|fully)\b[\s,]*)*/, "")
+      .replace(/^(?:from|of|in|on)\s+(?:the\s+|this\s+|my\s+|our\s+|that\s+)?(?:photo|photograph|picture|image|pic|shot)\b/, "")
+      .replace(/\s+/g, " ")
+      .trim();
+    if (rest.length > 0 && !isFiller(rest)) followUps.push(rest);
+  }
+  return followUps;
 }
 
 interface ClauseReading {
@@ -179,7 +210,9 @@ export function routePrompt(input: RouteInput): PromptRoute {
     };
   }
   const backgroundRequest = readBackgroundRequest(normalized);
-  if (backgroundRequest === "remove") return { workflow: "background_removal", removalTerms: [], followUpInstructions: [] };
+  if (backgroundRequest === "remove") {
+    return { workflow: "background_removal", removalTerms: [], followUpInstructions: backgroundFollowUps(normalized) };
+  }
   if (backgroundRequest === "replace") return { workflow: "generative_edit", removalTerms: [], followUpInstructions: [] };
   if (input.hasMask && MASK_ONLY_PROMPT.test(normalized)) {
     return { workflow: "object_removal", removalTerms: [], followUpInstructions: [] };

@@ -23,9 +23,30 @@ describe("routePrompt: background removal", () => {
     "cut out the background",
     "cut out the product",
     "isolate the subject",
-    "remove the background and keep the shadow",
+    "Please remove the background from this photo, thanks!",
+    "remove the background and make it transparent",
   ])("%j", (prompt) => {
     expect(routePrompt({ prompt })).toEqual({ workflow: "background_removal", removalTerms: [], followUpInstructions: [] });
+  });
+
+  it.each([
+    ["remove the background and add a border", ["add a border"]],
+    ["remove the background and add a drop shadow", ["add a drop shadow"]],
+    ["Remove the background, then add a white outline please", ["add a white outline please"]],
+    ["add a drop shadow and remove the background", ["add a drop shadow"]],
+    ["background removal with a soft drop shadow", ["a soft drop shadow"]],
+    ["cut out the product and add a long shadow. Thanks!", ["add a long shadow"]],
+    // A colour for an outline or a border is not a new background: the cut-out stays transparent.
+    ["remove the background and add a white border", ["add a white border"]],
+    // Not something a cut-out can honour: kept, so that the catalog refuses it rather than the engine dropping it.
+    ["remove the background and keep the shadow", ["keep the shadow"]],
+    ["remove the background and make it smile", ["make it smile"]],
+  ])("%j keeps its other clauses as follow-ups", (prompt, followUps) => {
+    expect(routePrompt({ prompt })).toEqual({
+      workflow: "background_removal",
+      removalTerms: [],
+      followUpInstructions: followUps,
+    });
   });
 });
 
