@@ -1,9 +1,10 @@
 import { COCO_LABELS } from "./detection-vocabulary";
 import type { Workflow } from "./engine.ports";
 import { EngineError, type EngineFailureReason } from "./engine-error";
-import { CATALOG, parseInstructions } from "./generative-catalog";
+import { CATALOG } from "./generative-catalog";
 import { readRemovalTerms } from "./object-removal";
-import { type PromptRoute, type RouteInput, routePrompt } from "./prompt-router";
+import { readPrompt } from "./prompt-reading";
+import type { PromptRoute, RouteInput } from "./prompt-router";
 
 /**
  * Who carries out a prompt, decided before anything is charged: the built-in
@@ -37,31 +38,22 @@ export function builtInAbilities(): string {
 }
 
 export function planEdit(input: RouteInput, options: PlanOptions): EditPlan {
-  const route = routePrompt(input);
-  const builtin = (): EditPlan => ({ ok: true, workflow: route.workflow, executor: "builtin", route });
-  const elsewhere = (error: unknown): EditPlan => {
-    if (!(error instanceof EngineError)) throw error;
-    if (options.provider) return { ok: true, workflow: route.workflow, executor: "provider", route };
-    return { ok: false, reason: error.reason, message: `${error.message} ${builtInAbilities()}` };
-  };
-  switch (route.workflow) {
-    case "background_removal":
-      return builtin();
-    case "object_removal":
-      try {
-        // With a mask nothing is detected: the mask says what to fill.
-        if (!input.hasMask) readRemovalTerms(route.removalTerms, options.labels ?? COCO_LABELS);
-        if (route.followUpInstructions.length > 0) parseInstructions(route.followUpInstructions.join(", "));
-        return builtin();
-      } catch (error) {
-        return elsewhere(error);
-      }
-    case "generative_edit":
-      try {
-        parseInstructions(input.prompt);
-        return builtin();
-      } catch (error) {
-        return elsewhere(error);
-      }
+  const { route, problems } = readPrompt(input);
+  const refusals = problems.map((problem) => ({
+    reason: "unsupported_instruction" as EngineFailureReason,
+    message: problem.message,
+  }));
+  // With a mask nothing is detected: the mask says what to fill.
+  if (route.workflow === "object_removal" && !input.hasMask) {
+    try {
+      readRemovalTerms(route.removalTerms, options.labels ?? COCO_LABELS);
+    } catch (error) {
+      if (!(error instanceof EngineError)) throw error;
+      refusals.unshift({ reason: error.reason, message: error.message });
+    }
   }
+  const [first] = refusals;
+  if (!first) return { ok: true, workflow: route.workflow, executor: "builtin", route };
+  if (options.provider) return { ok: true, workflow: route.workflow, executor: "provider", route };
+  return { ok: false, reason: first.reason, message: `${first.message} ${builtInAbilities()}` };
 }

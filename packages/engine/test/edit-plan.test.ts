@@ -13,6 +13,8 @@ describe("planEdit: who carries out a prompt", () => {
       ["remove the car and make it black and white", false, "object_removal"],
       ["remove this", true, "object_removal"],
       ["make it black and white, then rotate 90 degrees", false, "generative_edit"],
+      ["remove the background and add a drop shadow", false, "background_removal"],
+      ["blur the faces", false, "generative_edit"],
     ];
     for (const [prompt, hasMask, workflow] of cases) {
       for (const options of [none, hosted]) {
@@ -60,5 +62,9 @@ describe("planEdit: who carries out a prompt", () => {
     // The same prompt with a mask is built in: the mask says what to fill.
     expect(planEdit({ prompt: "remove the watermark", hasMask: true }, none)).toMatchObject({ ok: true, executor: "builtin" });
     expect(planEdit({ prompt: "remove the car and add snow" }, none)).toMatchObject({ ok: false });
+    // A cut-out with a clause the catalog cannot do is refused whole, never cut out without it.
+    const smile = planEdit({ prompt: "remove the background and make her smile" }, none);
+    expect(smile).toMatchObject({ ok: false, reason: "unsupported_instruction" });
+    expect(planEdit({ prompt: "remove the background and make her smile" }, hosted)).toMatchObject({ executor: "provider" });
   });
 });
