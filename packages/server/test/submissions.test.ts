@@ -1,3 +1,4 @@
+import { JOB_FAILURE_CODES, jobFailure } from "@retouch/core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
@@ -50,7 +51,7 @@ describe("POST /api/process, one image", () => {
       const image = `data:image/${format};base64,${base64(await productPhoto({ format }))}`;
       const response = await submit(account, { image, prompt: "make it black and white", format: "webp", quality: 80 });
       expect(response.status, response.text).toBe(200);
-      await app.services.stores.jobs.settleFailed(response.body.job_id, "test: free the slot");
+      await app.services.stores.jobs.settleFailed(response.body.job_id, jobFailure("internal_error", "test: free the slot"));
     }
   });
 
@@ -188,9 +189,14 @@ describe("POST /api/process, a batch", () => {
     expect(await balanceOf(account)).toBe(8);
 
     const batch = await request(app.url, "GET", `/api/process/status?batch_id=${response.body.batch_id}`, { key: account.key });
+    // An item that never started is `not_started`, and says why in both places.
     expect(batch.body).toEqual({
       batch_id: response.body.batch_id,
-      jobs: jobs.map((job) => ({ job_id: job.job_id, status: job.status })),
+      jobs: jobs.map((job) =>
+        job.status === "error"
+          ? { job_id: job.job_id, status: "error", error: job.error, error_code: "not_started", error_message: job.error }
+          : { job_id: job.job_id, status: job.status },
+      ),
     });
     const rejected = await request(app.url, "GET", `/api/process/status?job_id=${jobs[1]?.job_id}`, { key: account.key });
     expect(rejected.body).toMatchObject({
@@ -198,6 +204,8 @@ describe("POST /api/process, a batch", () => {
       credits_used: 0,
       credits_remaining: 8,
       error: expect.stringMatching(/base64/),
+      error_code: "not_started",
+      error_message: expect.stringMatching(/base64/),
     });
   });
 
@@ -239,7 +247,7 @@ describe("plan limits", () => {
       const accepted = await submit(account, { image: photo, prompt: "make it sepia" });
       expect(accepted.status, accepted.text).toBe(200);
       // Settle it, so the in-flight limit (3) does not speak first.
-      await app.services.stores.jobs.settleFailed(accepted.body.job_id, "test: free the slot");
+      await app.services.stores.jobs.settleFailed(accepted.body.job_id, jobFailure("internal_error", "test: free the slot"));
     }
     const response = await submit(account, { image: photo, prompt: "make it sepia" });
     expect(response.status).toBe(429);
@@ -367,15 +375,20 @@ describe("GET /api/process/status and /result", () => {
     expect(pending.status).toBe(202);
     expect(pending.body).toEqual({ job_id: job.body.job_id, status: "pending" });
 
-    await app.services.stores.jobs.settleFailed(job.body.job_id, "test: engine exploded with secret details");
+    await app.services.stores.jobs.settleFailed(
+      job.body.job_id,
+      jobFailure("internal_error", "internal: engine exploded with secret details"),
+    );
     const failed = await request(app.url, "GET", `/api/process/result?job_id=${job.body.job_id}`, { key: account.key });
     expect(failed.status).toBe(500);
-    expect(failed.body.code).toBe("job_failed");
+    expect(failed.body).toMatchObject({ code: "job_failed", error: "Processing failed", error_code: "internal_error" });
     expect(failed.text).not.toContain("secret details");
     const status = await request(app.url, "GET", `/api/process/status?job_id=${job.body.job_id}`, { key: account.key });
     expect(status.body).toEqual({
       status: "error",
       error: "Processing failed",
+      error_code: "internal_error",
+      error_message: JOB_FAILURE_CODES.internal_error.message,
       width: 320,
       height: 240,
       format: "jpeg",
