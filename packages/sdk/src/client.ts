@@ -1,5 +1,14 @@
 import { createTRPCClient, httpLink, type TRPCClient, TRPCClientError } from "@trpc/client";
-import { AbortedError, ApiError, type ErrorCode, LocalError, NetworkError, TimeoutError } from "./errors";
+import {
+  AbortedError,
+  ApiError,
+  type ErrorCode,
+  JobFailedError,
+  type JobFailure,
+  LocalError,
+  NetworkError,
+  TimeoutError,
+} from "./errors";
 import { type ImageInput, imageToBase64, remoteImageUrl } from "./images";
 import type { AppRouter, ErrorShape } from "./router.generated";
 
@@ -91,6 +100,7 @@ function toError(error: unknown): Error {
         message: error.message,
         ...(data.retryAfterSeconds !== undefined ? { retryAfterSeconds: data.retryAfterSeconds } : {}),
         ...(data.issues ? { issues: data.issues } : {}),
+        ...(data.failure ? { failure: data.failure } : {}),
       });
     }
     const cause = error.cause;
@@ -99,6 +109,16 @@ function toError(error: unknown): Error {
     return new NetworkError(`The Retouch API could not be reached: ${cause?.message ?? error.message}`, { cause: error });
   }
   return error instanceof Error ? error : new Error(String(error));
+}
+
+/** A failed job's status says why; one from a server older than error codes says only the spec's text. */
+function failureOf(status: JobStatus): JobFailure {
+  const error = status.error ?? "Processing failed";
+  return {
+    error,
+    error_code: status.error_code ?? "internal_error",
+    error_message: status.error_message ?? error,
+  };
 }
 
 function isRetryable(error: Error): boolean {
@@ -268,10 +288,15 @@ export class Retouch {
     );
   }
 
-  /** The signed link and metadata of a done job; `undefined` while it is pending; ApiError `job_failed` if it failed. */
+  /** The signed link and metadata of a done job; `undefined` while it is pending; JobFailedError (`job_failed`) if it failed. */
   async result(jobId: string, signal?: AbortSignal): Promise<JobResult | undefined> {
-    const result = await this.call(() => this.api.process.result.query({ job_id: jobId }, signal ? { signal } : {}), signal);
-    return "url" in result ? result : undefined;
+    try {
+      const result = await this.call(() => this.api.process.result.query({ job_id: jobId }, signal ? { signal } : {}), signal);
+      return "url" in result ? result : undefined;
+    } catch (error) {
+      if (error instanceof ApiError && error.failure) throw new JobFailedError(jobId, error.failure);
+      throw error;
+    }
   }
 
   /** Polls until the job is done or failed; returns its final status (with the metadata block). */
@@ -290,18 +315,13 @@ export class Retouch {
 
   /**
    * Submits, waits, and returns the result with a `download()`: the one call
-   * most applications need. A failed job throws ApiError `job_failed` (its credit was refunded).
+   * most applications need. A failed job throws JobFailedError (`code` is
+   * `job_failed`, `errorCode` says why; its credit was refunded).
    */
   async edit(image: ImageInput, prompt: string, options: EditOptions & WaitOptions & { idempotencyKey?: string } = {}) {
     const { job_id: jobId } = await this.submit(image, prompt, options);
     const status = await this.waitForJob(jobId, options);
-    if (status.status === "error") {
-      throw new ApiError({
-        code: "job_failed",
-        status: 500,
-        message: `Job ${jobId} failed: ${status.error ?? "Processing failed"}. Its credit was refunded.`,
-      });
-    }
+    if (status.status === "error") throw new JobFailedError(jobId, failureOf(status));
     const result = await this.result(jobId, options.signal);
     if (!result) throw new LocalError(`Job ${jobId} is done but has no result.`);
     return { ...result, download: (signal?: AbortSignal) => this.download(result.url, signal) };
