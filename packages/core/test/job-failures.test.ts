@@ -1,9 +1,10 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { EngineError, LocalOnnxRunner } from "@retouch/engine";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FileBlobStore } from "../src/blobs/blob-store";
+import { ERROR_CODES } from "../src/errors/error-codes";
 import { isPublicSentence, JOB_FAILURE_CODES, jobFailureFromError } from "../src/errors/job-failure-codes";
 
 const during = (stage: "edit" | "store" | "settle", timedOut = false) => ({ timedOut, stage });
@@ -17,6 +18,14 @@ afterAll(() => rm(scratch, { recursive: true, force: true }));
 describe("the job failure table", () => {
   it("gives every code a sentence to act on", () => {
     for (const [code, entry] of Object.entries(JOB_FAILURE_CODES)) expect(entry.message, code).toMatch(/^[A-Z].{20,300}\.$/s);
+  });
+
+  it("is documented whole in docs/errors.md, beside the request errors", async () => {
+    const docs = await readFile(new URL("../../../docs/errors.md", import.meta.url), "utf8");
+    const missing = (codes: string[]) =>
+      codes.filter((code) => !new RegExp(`^\\| (?:\\d{3} \\| )?\`${code}\` \\|`, "m").test(docs));
+    expect(missing(Object.keys(JOB_FAILURE_CODES)), "job failure codes without a row").toEqual([]);
+    expect(missing(Object.keys(ERROR_CODES)), "request error codes without a row").toEqual([]);
   });
 });
 
