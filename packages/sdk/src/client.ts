@@ -1,14 +1,5 @@
 import { createTRPCClient, httpLink, type TRPCClient, TRPCClientError } from "@trpc/client";
-import {
-  AbortedError,
-  ApiError,
-  type ErrorCode,
-  JobFailedError,
-  type JobFailure,
-  LocalError,
-  NetworkError,
-  TimeoutError,
-} from "./errors";
+import { AbortedError, ApiError, type ErrorCode, JobFailedError, LocalError, NetworkError, TimeoutError } from "./errors";
 import { type ImageInput, imageToBase64, remoteImageUrl } from "./images";
 import type { AppRouter, ErrorShape } from "./router.generated";
 
@@ -109,16 +100,6 @@ function toError(error: unknown): Error {
     return new NetworkError(`The Retouch API could not be reached: ${cause?.message ?? error.message}`, { cause: error });
   }
   return error instanceof Error ? error : new Error(String(error));
-}
-
-/** A failed job's status says why; one from a server older than error codes says only the spec's text. */
-function failureOf(status: JobStatus): JobFailure {
-  const error = status.error ?? "Processing failed";
-  return {
-    error,
-    error_code: status.error_code ?? "internal_error",
-    error_message: status.error_message ?? error,
-  };
 }
 
 function isRetryable(error: Error): boolean {
@@ -321,7 +302,7 @@ export class Retouch {
   async edit(image: ImageInput, prompt: string, options: EditOptions & WaitOptions & { idempotencyKey?: string } = {}) {
     const { job_id: jobId } = await this.submit(image, prompt, options);
     const status = await this.waitForJob(jobId, options);
-    if (status.status === "error") throw new JobFailedError(jobId, failureOf(status));
+    if (status.status === "error") throw JobFailedError.fromStatus(jobId, status);
     const result = await this.result(jobId, options.signal);
     if (!result) throw new LocalError(`Job ${jobId} is done but has no result.`);
     return { ...result, download: (signal?: AbortSignal) => this.download(result.url, signal) };

@@ -60,6 +60,16 @@ export class JobFailedError extends ApiError {
     this.errorCode = failure.error_code;
     this.errorMessage = failure.error_message;
   }
+
+  /** From a failed job's status; one from a server older than failure codes says only the spec's text. */
+  static fromStatus(jobId: string, status: { error?: string; error_code?: JobFailureCode; error_message?: string }) {
+    const error = status.error ?? "Processing failed";
+    return new JobFailedError(jobId, {
+      error,
+      error_code: status.error_code ?? "internal_error",
+      error_message: status.error_message ?? error,
+    });
+  }
 }
 
 /** Something went wrong on this side: no answer, too slow, or cancelled. */

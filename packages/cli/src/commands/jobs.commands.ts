@@ -1,21 +1,11 @@
 import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { type EditOptions, JobFailedError, type JobStatus, type OutputFormat, type Retouch } from "@retouch/sdk";
+import { type EditOptions, JobFailedError, type OutputFormat, type Retouch } from "@retouch/sdk";
 import { authedClient, type CommandContext, KEY_REQUIRED, requireArg, stringFlag, UsageError } from "../command-context";
 import { Progress } from "../progress";
 
 /** Some edits of a batch ended in error (their credits were refunded): exit code 6, like one failed job. */
 export class EditsFailedError extends Error {}
-
-/** A failed job's error, from its status: the service's code and sentence. */
-function failedJob(jobId: string, status: Pick<JobStatus, "error" | "error_code" | "error_message">): JobFailedError {
-  const error = status.error ?? "Processing failed";
-  return new JobFailedError(jobId, {
-    error,
-    error_code: status.error_code ?? "internal_error",
-    error_message: status.error_message ?? error,
-  });
-}
 
 const IMAGE_EXTENSIONS = new Set([".jpg", ".jpeg", ".png", ".webp"]);
 const FORMATS: OutputFormat[] = ["jpeg", "png", "webp"];
@@ -141,7 +131,7 @@ async function editOne(
     progress.stop();
     // The reason is printed once, as the error (stderr); --json also gets the whole status on stdout.
     ctx.out.result({ job_id: submission.job_id, ...status }, () => "");
-    throw failedJob(submission.job_id, status);
+    throw JobFailedError.fromStatus(submission.job_id, status);
   }
   const saved = await saveResult(
     client,
@@ -207,7 +197,7 @@ async function editMany(
         pending.delete(job.job_id);
         if (job.status === "error") {
           failed++;
-          const failure = failedJob(job.job_id, job);
+          const failure = JobFailedError.fromStatus(job.job_id, job);
           results.push({
             input,
             job_id: job.job_id,
@@ -257,7 +247,7 @@ export async function status(ctx: CommandContext): Promise<void> {
       ? `${id} is still processing.`
       : job.status === "done"
         ? `${id} is done: ${job.format}, ${job.width}x${job.height}, ${job.processing_time_ms} ms; ${job.credits_remaining} credits left. Download it with: retouch result ${id} -o <file>`
-        : failedJob(id, job).message,
+        : JobFailedError.fromStatus(id, job).message,
   );
 }
 
