@@ -65,7 +65,10 @@ describe("prompts this server cannot carry out", () => {
     });
     expect(response.status, response.text).toBe(200);
     expect(response.body.jobs.map((job: { status: string }) => job.status)).toEqual(["pending", "error"]);
-    expect(response.body.jobs[1].error).toMatch(/"put a hat on it"/);
+    expect(response.body.jobs[1]).toMatchObject({
+      error_code: "unsupported_instruction",
+      error: expect.stringMatching(/"put a hat on it"/),
+    });
     expect(response.body.credits_remaining).toBe(9);
   });
 

@@ -188,7 +188,7 @@ export class SubmissionsService {
               batch_id: batchId,
               jobs: checked.map((item) =>
                 "error" in item
-                  ? { job_id: item.jobId, status: "error", error: item.error }
+                  ? { job_id: item.jobId, status: "error", error: item.error, error_code: item.code }
                   : { job_id: item.jobId, status: "pending" },
               ),
             }
