@@ -8,16 +8,19 @@ import type {
   EditRequest,
   EditResult,
   GenerativeEditor,
+  GreyImage,
   ImageEngine,
   Inpainter,
   ObjectDetector,
   ObjectRemover,
   OutputFormat,
+  ProviderRecord,
   RgbaImage,
   SaliencyModelKind,
   WorkContext,
 } from "./engine.ports";
-import { EngineError } from "./engine-error";
+import { EngineError, isEngineError } from "./engine-error";
+import { parseInstructions } from "./generative-catalog";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
 import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "./image-codec";
 import { HumanObjectDetector } from "./object-detector.human";
@@ -25,7 +28,8 @@ import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
 import { type PromptRoute, routePrompt } from "./prompt-router";
-import type { GenerativeProviderOptions } from "./providers/generative-provider";
+import type { GenerativeProvider, GenerativeProviderOptions } from "./providers/generative-provider";
+import { createGenerativeProvider } from "./providers/generative-providers";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -103,6 +107,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     warmUps: [...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : [])],
     earlyDetector,
     collectGarbage: options.collectGarbage,
+    provider: options.generativeProvider ? createGenerativeProvider(options.generativeProvider) : undefined,
   });
 }
 
@@ -157,6 +162,25 @@ interface EngineParts {
   warmUps: (() => Promise<void>)[];
   earlyDetector: EarlyDetector | undefined;
   collectGarbage: (() => void) | undefined;
+  /** The hosted model for generative prompts the catalog does not fully understand; none by default. */
+  provider: GenerativeProvider | undefined;
+}
+
+/** What a workflow produced: the picture to encode, its format, and the hosted model that made it, if one did. */
+interface Produced {
+  output: RgbaImage;
+  format: OutputFormat;
+  provider?: ProviderRecord;
+}
+
+/** Whether the built-in catalog carries out every clause of the prompt (such prompts never go to a provider). */
+function catalogUnderstands(prompt: string): boolean {
+  try {
+    parseInstructions(prompt);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const OUTPUT_FORMATS = new Set<OutputFormat>(["jpeg", "png", "webp"]);
@@ -187,7 +211,7 @@ class BuiltInImageEngine implements ImageEngine {
     }
     throwIfCancelled(signal);
     const route = routePrompt({ prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined });
-    const { output, format } = await this.produce(request, route);
+    const { output, format, provider } = await this.produce(request, route);
     // The decoded input and every buffer of the workflow are garbage once produce() has returned.
     if (this.parts.collectGarbage) {
       this.parts.collectGarbage();
@@ -202,11 +226,12 @@ class BuiltInImageEngine implements ImageEngine {
       width: encoded.width,
       height: encoded.height,
       workflow: route.workflow,
+      ...(provider ? { provider } : {}),
     };
   }
 
   /** Decodes and runs the workflow: the picture to encode and its format. */
-  private async produce(request: EditRequest, route: PromptRoute): Promise<{ output: RgbaImage; format: OutputFormat }> {
+  private async produce(request: EditRequest, route: PromptRoute): Promise<Produced> {
     const { signal } = request;
     const context = { signal };
     const { maxPixels, earlyDetector } = this.parts;
@@ -222,33 +247,68 @@ class BuiltInImageEngine implements ImageEngine {
     const mask = request.mask ? await decodeMask(request.mask, image.width, image.height, maxPixels) : undefined;
     throwIfCancelled(signal);
 
-    let output: RgbaImage;
-    let format: OutputFormat;
+    const { provider } = this.parts;
     switch (route.workflow) {
       case "background_removal":
-        output = await this.parts.backgroundRemover.removeBackground(image, context);
         // The spec: background removal always yields PNG, whatever `format` says.
-        format = "png";
-        break;
-      case "object_removal":
-        output = await this.parts.objectRemover.removeObjects(
-          { image, mask, terms: route.removalTerms, prompt: request.prompt },
-          context,
-        );
+        return { output: await this.parts.backgroundRemover.removeBackground(image, context), format: "png" };
+      case "object_removal": {
+        const format = request.format ?? "jpeg";
+        let output: RgbaImage;
+        try {
+          output = await this.parts.objectRemover.removeObjects(
+            { image, mask, terms: route.removalTerms, prompt: request.prompt },
+            context,
+          );
+        } catch (error) {
+          // "Remove the watermark": a target the detector does not know is the provider's, with the whole prompt.
+          if (!provider || !isEngineError(error) || error.reason !== "target_not_detectable") throw error;
+          return this.byProvider(provider, request, image, mask, maxPixels, format);
+        }
         if (route.followUpInstructions.length > 0) {
           const prompt = route.followUpInstructions.join(", ");
+          if (provider && !catalogUnderstands(prompt)) {
+            return this.byProvider(provider, { ...request, prompt }, output, undefined, maxPixels, format);
+          }
           output = await this.parts.generativeEditor.edit({ image: output, prompt, maxPixels }, context);
         }
-        format = request.format ?? "jpeg";
-        break;
-      case "generative_edit":
-        output = await this.parts.generativeEditor.edit(
+        return { output, format };
+      }
+      case "generative_edit": {
+        const format = request.format ?? "jpeg";
+        if (provider && !catalogUnderstands(request.prompt)) {
+          return this.byProvider(provider, request, image, mask, maxPixels, format);
+        }
+        const output = await this.parts.generativeEditor.edit(
           { image, prompt: request.prompt, negativePrompt: request.negativePrompt, mask, maxPixels },
           context,
         );
-        format = request.format ?? "jpeg";
-        break;
+        return { output, format };
+      }
     }
-    return { output, format };
+  }
+
+  /** The edit made by the hosted provider; the engine's encoder still decides format and quality. */
+  private async byProvider(
+    provider: GenerativeProvider,
+    request: EditRequest,
+    image: RgbaImage,
+    mask: GreyImage | undefined,
+    maxPixels: number,
+    format: OutputFormat,
+  ): Promise<Produced> {
+    const { image: output, latencyMs } = await provider.edit(
+      {
+        image,
+        prompt: request.prompt,
+        negativePrompt: request.negativePrompt,
+        mask,
+        maxPixels,
+        format: request.format,
+        quality: request.quality,
+      },
+      { signal: request.signal },
+    );
+    return { output, format, provider: { name: provider.name, model: provider.model, latencyMs } };
   }
 }

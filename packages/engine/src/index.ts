@@ -99,3 +99,5 @@ export {
   type ProviderEdit,
   type ProviderEditTask,
 } from "./providers/generative-provider";
+export { createGenerativeProvider } from "./providers/generative-providers";
+export type { UpstreamTuning } from "./providers/upstream-call";

@@ -17,16 +17,20 @@ const RETRY_MAX_MS = 6 * 3_600_000;
 const BUSY_POLL_MS = 5_000;
 
 export interface ModelProvisionerDependencies {
-  config: Pick<Config, "backgroundModel" | "maxImagePixels" | "models">;
+  config: Pick<Config, "backgroundModel" | "maxImagePixels" | "models" | "generativeProvider">;
   logger: Logger;
 }
 
-/** The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*). */
-export function imageEngineOptions(config: Pick<Config, "maxImagePixels" | "backgroundModel">): EngineWorkerOptions {
+/** The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*, RETOUCH_GENERATIVE_*). */
+export function imageEngineOptions(
+  config: Pick<Config, "maxImagePixels" | "backgroundModel" | "generativeProvider">,
+): EngineWorkerOptions {
   const model = config.backgroundModel;
   return {
     maxPixels: config.maxImagePixels,
     ...(model ? { backgroundModel: { path: model.path, kind: model.kind, inputSize: model.inputSize } } : {}),
+    // Plain data: copied into each engine thread, which builds its own provider (and breaker) from it.
+    ...(config.generativeProvider ? { generativeProvider: { ...config.generativeProvider } } : {}),
   };
 }
 
