@@ -56,6 +56,8 @@ export class GeminiProvider extends HostedProvider<GeminiRequest> {
       apiKey: this.options.apiKey,
       httpOptions: {
         ...(this.options.baseUrl ? { baseUrl: this.options.baseUrl } : {}),
+        // Where Google documents image output (responseModalities, imageConfig); the SDK's default is v1.
+        apiVersion: "v1beta",
         // The shared policy retries and times out.
         retryOptions: { attempts: 1 },
         fetch: http.fetch,

@@ -104,10 +104,16 @@ export async function whiteWhereMasked(mask: GreyImage, size: Size): Promise<Buf
     .toBuffer();
 }
 
-/** The prompt, with the negative prompt appended for vendors that have no parameter for it. */
+/**
+ * The prompt, with the negative prompt appended for vendors that have no
+ * parameter for it: "make it snowy. Avoid: people." (one line: multipart
+ * bodies would turn a newline into CRLF).
+ */
 export function promptWithAvoid(prompt: string, negativePrompt: string | undefined): string {
+  const text = prompt.trim();
   const avoid = negativePrompt?.trim();
-  return avoid ? `${prompt.trim()}\n\nAvoid: ${avoid}` : prompt.trim();
+  if (!avoid) return text;
+  return `${text}${/[.!?]$/.test(text) ? "" : "."} Avoid: ${avoid}${/[.!?]$/.test(avoid) ? "" : "."}`;
 }
 
 /**

@@ -94,6 +94,13 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
+/** The wait an answer asks for: OpenAI's `retry-after-ms` when present, else the standard Retry-After. */
+export function retryAfterOf(headers: Headers): number | undefined {
+  const ms = headers.get("retry-after-ms");
+  if (ms && /^\d+(?:\.\d+)?$/.test(ms.trim())) return Math.round(Number(ms));
+  return parseRetryAfter(headers.get("retry-after"));
+}
+
 /** A vendor error code fit for a message: short, plain, never free text. */
 export function safeCode(code: unknown): string | undefined {
   return typeof code === "string" && /^[A-Za-z0-9_.-]{1,64}$/.test(code) ? code : undefined;
@@ -162,6 +169,11 @@ export class CircuitBreaker {
 
 const breakers = new Map<string, CircuitBreaker>();
 
+/** Forgets every breaker's state (tests start each case with closed breakers). */
+export function resetCircuitBreakers(): void {
+  breakers.clear();
+}
+
 /** The breaker shared by every adapter instance for this provider and endpoint in this thread. */
 export function breakerFor(key: string, tuning: Required<UpstreamTuning>): CircuitBreaker {
   let breaker = breakers.get(key);
@@ -207,7 +219,7 @@ export class AttemptHttp {
     this.replay = { status: response.status, headers: response.headers, body };
     this.failure = new UpstreamFailure(kindOfStatus(response.status), {
       status: response.status,
-      retryAfterMs: parseRetryAfter(response.headers.get("retry-after")),
+      retryAfterMs: retryAfterOf(response.headers),
       code: vendorCode(body),
     });
     return new Response(body, { status: response.status, headers: response.headers });
