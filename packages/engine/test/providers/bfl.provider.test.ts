@@ -27,7 +27,9 @@ function polls(...answers: object[]) {
 }
 
 function sample(answer: Buffer) {
-  return http.get(SAMPLE, () => HttpResponse.arrayBuffer(new Uint8Array(answer).buffer, { headers: { "content-type": "image/png" } }));
+  return http.get(SAMPLE, () =>
+    HttpResponse.arrayBuffer(new Uint8Array(answer).buffer, { headers: { "content-type": "image/png" } }),
+  );
 }
 
 describe("Black Forest Labs", () => {
@@ -45,8 +47,12 @@ describe("Black Forest Labs", () => {
   });
 
   it("submits the documented JSON with x-key, polls with it, and downloads the sample without it", async () => {
-    const seen: { submit?: Record<string, unknown>; submitKey?: string | null; pollKey?: string | null; sampleKey?: string | null } =
-      {};
+    const seen: {
+      submit?: Record<string, unknown>;
+      submitKey?: string | null;
+      pollKey?: string | null;
+      sampleKey?: string | null;
+    } = {};
     server.use(
       http.post(SUBMIT, async ({ request }) => {
         seen.submitKey = request.headers.get("x-key");

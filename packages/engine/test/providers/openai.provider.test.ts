@@ -104,7 +104,7 @@ describe("OpenAI", () => {
   });
 
   it("asks models that take only the standard sizes for the nearest of them", async () => {
-    let size: FormDataEntryValue | null | undefined;
+    let size: unknown;
     server.use(
       http.post(EDITS, async ({ request }) => {
         size = (await request.formData()).get("size");

@@ -8,7 +8,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { delay, type HttpHandler, HttpResponse, http, type JsonBodyType } from "msw";
-import { type SetupServerApi, setupServer } from "msw/node";
+import { type SetupServer, setupServer } from "msw/node";
 import sharp from "sharp";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { GreyImage, RgbaImage } from "../../src/engine.ports";
@@ -22,9 +22,9 @@ export const KEY = "sk-test-4f9d2c7e1b8a6035d9e4c1f7a2b3";
 export const VENDOR_TEXT = "upstream shard eu-west-7 exploded while holding";
 
 /** An msw server for the file: unknown requests fail the test; handlers, listeners and breakers reset after each case. */
-export function mswServer(): SetupServerApi {
+export function mswServer(): SetupServer {
   const server = setupServer();
-  beforeAll(() => server.listen({ onUnhandledRequest: "error" }));
+  beforeAll(() => server.listen({ onUnhandledFrame: "error" }));
   afterEach(() => {
     server.resetHandlers();
     server.events.removeAllListeners();
@@ -101,14 +101,14 @@ export interface VendorSpec {
 }
 
 /** The shared cases, registered in the calling describe block. */
-export function providerContract(server: SetupServerApi, spec: VendorSpec): void {
+export function providerContract(server: SetupServer, spec: VendorSpec): void {
   const provider = (overrides: Partial<GenerativeProviderOptions> = {}, tuning: UpstreamTuning = TUNING) =>
     createGenerativeProvider({ ...spec.options, apiKey: KEY, timeoutMs: 5_000, maxRetries: 2, ...overrides }, tuning);
   const task = async () => ({ image: await photo(), prompt: "make it a watercolour painting", maxPixels: 40_000_000 });
 
   function countSubmits(): { times: number[] } {
     const seen = { times: [] as number[] };
-    server.events.on("request:start", ({ request }) => {
+    server.events.on("request:start", ({ request }: { request: Request }) => {
       if (request.method === "POST" && request.url === spec.submitUrl) seen.times.push(performance.now());
     });
     return seen;
@@ -142,11 +142,9 @@ export function providerContract(server: SetupServerApi, spec: VendorSpec): void
   it("retries a 429 after the Retry-After it gives, then answers", async () => {
     server.use(...spec.success(await answerPng(512, 512)));
     server.use(
-      http.post(
-        spec.submitUrl,
-        () => HttpResponse.json(spec.errorBody(429), { status: 429, headers: { "retry-after": "1" } }),
-        { once: true },
-      ),
+      http.post(spec.submitUrl, () => HttpResponse.json(spec.errorBody(429), { status: 429, headers: { "retry-after": "1" } }), {
+        once: true,
+      }),
     );
     const seen = countSubmits();
     const edit = await provider().edit(await task(), {});
