@@ -95,7 +95,8 @@ export class OpenAiProvider extends HostedProvider<OpenAiRequest> {
       project: null,
       // The shared policy retries and times out; the client's own would count attempts twice.
       maxRetries: 0,
-      timeout: this.policy.timeoutMs,
+      // Later than the policy's own limit, which then ends the attempt and says so.
+      timeout: this.policy.timeoutMs + 5_000,
       fetch: http.fetch,
       // A compatible server without a key gets no Authorization header at all.
       ...(this.options.apiKey ? {} : { defaultHeaders: { Authorization: null } }),
