@@ -100,6 +100,13 @@ async function submitAndWait(prompt: string) {
 }
 
 describe("a generative job through an openai-compatible server", () => {
+  it("the start-up log names where generative prompts go, without a key", () => {
+    const active = app.logs.find((line) => line.includes('"msg":"active models"')) ?? "";
+    expect(JSON.parse(active).models.generative).toBe(
+      `built-in catalog, then openai-compatible at ${edits.url} (its default model)`,
+    );
+  });
+
   it("a prompt the catalog does not know is made by the server: its picture, at the input's size", async () => {
     const before = edits.requests.length;
     const { jobId, status } = await submitAndWait("make it a watercolour painting");

@@ -34,6 +34,22 @@ export function imageEngineOptions(
   };
 }
 
+/** "built-in catalog", or the catalog and where other generative prompts go, for the start-up log. */
+function generativeSummary(provider: Config["generativeProvider"]): string {
+  if (!provider) return "built-in catalog (no hosted provider)";
+  const model = provider.model ?? "its default model";
+  const where =
+    provider.provider === "openai-compatible" && provider.baseUrl ? ` at ${withoutCredentials(provider.baseUrl)}` : "";
+  return `built-in catalog, then ${provider.provider}${where} (${model})`;
+}
+
+function withoutCredentials(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = "";
+  parsed.password = "";
+  return parsed.href;
+}
+
 /** The engine options for a catalog background model stored at `file`. */
 export function catalogModelOptions(entry: ModelEntry, file: string, size?: number): BackgroundModelOptions {
   if (entry.task !== "background") throw new Error(`${entry.name} is not a background-removal model`);
@@ -191,6 +207,8 @@ export class ModelProvisioner {
           background: this.background,
           objectDetector: "CenterNet (built in)",
           inpainting: "PatchMatch (built in)",
+          // The provider and model only: never its key.
+          generative: generativeSummary(config.generativeProvider),
         },
         modelsDir: path.resolve(config.models.dir),
       },
