@@ -10,7 +10,10 @@ import type { OnnxModelSpec } from "./onnx-runner";
  */
 
 /** Options of the engine in each thread: plain data only, since they are copied into it (no port implementations). */
-export type EngineWorkerOptions = Pick<ImageEngineOptions, "maxPixels" | "backgroundModel" | "backgroundModelPath">;
+export type EngineWorkerOptions = Pick<
+  ImageEngineOptions,
+  "maxPixels" | "backgroundModel" | "backgroundModelPath" | "generativeProvider"
+>;
 
 /** What crosses the thread boundary: plain data, the bytes as transferable arrays. */
 export type WorkerRequest = Omit<EditRequest, "image" | "mask" | "signal"> & { image: Uint8Array; mask?: Uint8Array };

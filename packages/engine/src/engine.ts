@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { ClassicalBackgroundRemover } from "./background-removal.classical";
 import { OnnxBackgroundRemover } from "./background-removal.onnx";
 import { readTerm } from "./detection-vocabulary";
+import { planEdit } from "./edit-plan";
 import type {
   BackgroundRemover,
   Detection,
@@ -9,11 +10,13 @@ import type {
   EditResult,
   FaceDetector,
   GenerativeEditor,
+  GreyImage,
   ImageEngine,
   Inpainter,
   ObjectDetector,
   ObjectRemover,
   OutputFormat,
+  ProviderRecord,
   RgbaImage,
   SaliencyModelKind,
   WorkContext,
@@ -26,8 +29,9 @@ import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
-import { type PromptRoute, routePrompt } from "./prompt-router";
-import type { GenerativeProviderOptions } from "./providers/generative-provider";
+import type { PromptRoute } from "./prompt-router";
+import type { GenerativeProvider, GenerativeProviderOptions } from "./providers/generative-provider";
+import { createGenerativeProvider } from "./providers/generative-providers";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -109,7 +113,9 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     catalogEditor,
     warmUps: [...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : [])],
     earlyDetector,
+    labels: detector.labels,
     collectGarbage: options.collectGarbage,
+    provider: options.generativeProvider ? createGenerativeProvider(options.generativeProvider) : undefined,
   });
 }
 
@@ -164,7 +170,17 @@ interface EngineParts {
   catalogEditor: SharpCatalogEditor;
   warmUps: (() => Promise<void>)[];
   earlyDetector: EarlyDetector | undefined;
+  /** What the object detector can find: the plan refuses (or hands the provider) anything else. */
+  labels: readonly string[];
   collectGarbage: (() => void) | undefined;
+  /** The hosted provider for what the built-in engine cannot do; undefined = none. */
+  provider: GenerativeProvider | undefined;
+}
+
+interface Produced {
+  output: RgbaImage;
+  format: OutputFormat;
+  provider?: ProviderRecord;
 }
 
 const OUTPUT_FORMATS = new Set<OutputFormat>(["jpeg", "png", "webp"]);
@@ -194,8 +210,16 @@ class BuiltInImageEngine implements ImageEngine {
       throw new EngineError("invalid_request", `Quality must be an integer from 1 to 100, not ${request.quality}.`);
     }
     throwIfCancelled(signal);
-    const route = routePrompt({ prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined });
-    const { output, format } = await this.produce(request, route);
+    // The same reading as the submission's check: what it accepted is done whole, here or by the provider.
+    const plan = planEdit(
+      { prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined },
+      { provider: this.parts.provider !== undefined, labels: this.parts.labels },
+    );
+    if (!plan.ok) throw new EngineError(plan.reason, plan.message);
+    const { output, format, provider } =
+      plan.executor === "provider" && this.parts.provider
+        ? await this.byProvider(this.parts.provider, request, plan.route)
+        : await this.produce(request, plan.route);
     // The decoded input and every buffer of the workflow are garbage once produce() has returned.
     if (this.parts.collectGarbage) {
       this.parts.collectGarbage();
@@ -209,12 +233,13 @@ class BuiltInImageEngine implements ImageEngine {
       format: encoded.format,
       width: encoded.width,
       height: encoded.height,
-      workflow: route.workflow,
+      workflow: plan.workflow,
+      ...(provider ? { provider } : {}),
     };
   }
 
   /** Decodes and runs the workflow: the picture to encode and its format. */
-  private async produce(request: EditRequest, route: PromptRoute): Promise<{ output: RgbaImage; format: OutputFormat }> {
+  private async produce(request: EditRequest, route: PromptRoute): Promise<Produced> {
     const { signal } = request;
     const context = { signal };
     const { maxPixels, earlyDetector } = this.parts;
@@ -268,5 +293,33 @@ class BuiltInImageEngine implements ImageEngine {
         break;
     }
     return { output, format };
+  }
+
+  /**
+   * The whole prompt made by the hosted provider (the plan sends it there only
+   * when the built-in engine cannot do all of it); the engine's encoder still
+   * decides format and quality, and a background removal stays PNG.
+   */
+  private async byProvider(provider: GenerativeProvider, request: EditRequest, route: PromptRoute): Promise<Produced> {
+    const { maxPixels } = this.parts;
+    const image = await decodeImage(request.image, maxPixels);
+    const mask: GreyImage | undefined = request.mask
+      ? await decodeMask(request.mask, image.width, image.height, maxPixels)
+      : undefined;
+    throwIfCancelled(request.signal);
+    const { image: output, latencyMs } = await provider.edit(
+      {
+        image,
+        prompt: request.prompt,
+        negativePrompt: request.negativePrompt,
+        mask,
+        maxPixels,
+        format: request.format,
+        quality: request.quality,
+      },
+      { signal: request.signal },
+    );
+    const format = route.workflow === "background_removal" ? "png" : (request.format ?? "jpeg");
+    return { output, format, provider: { name: provider.name, model: provider.model, latencyMs } };
   }
 }

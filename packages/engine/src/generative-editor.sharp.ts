@@ -14,7 +14,7 @@ import { blurFaces } from "./face-blur";
 import { BlazeFaceDetector } from "./face-detector.blazeface";
 import { type EditStep, parseInstructions } from "./generative-catalog";
 import { asBuffer, assertWithinPixelLimit, hasTransparency } from "./image-codec";
-import { boxBlur, clamp } from "./mask-ops";
+import { blendInside, clamp } from "./mask-ops";
 import { throwIfCancelled } from "./work-checkpoint";
 
 /**
@@ -331,18 +331,4 @@ function vignette(image: RgbaImage, strength: number): RgbaImage {
     }
   }
   return { data, width, height };
-}
-
-/** The edit inside the mask, the original outside, with a 2-pixel feather so no seam shows. */
-async function blendInside(original: RgbaImage, edited: RgbaImage, mask: GreyImage): Promise<RgbaImage> {
-  const weights = new Float32Array(mask.data.length);
-  for (let i = 0; i < weights.length; i++) weights[i] = (mask.data[i] ?? 0) / 255;
-  const feathered = boxBlur(weights, mask.width, mask.height, 2);
-  const data = new Uint8Array(original.data.length);
-  for (let i = 0; i < feathered.length; i++) {
-    const w = clamp(feathered[i] ?? 0, 0, 1);
-    for (let c = 0; c < 4; c++)
-      data[i * 4 + c] = Math.round((edited.data[i * 4 + c] ?? 0) * w + (original.data[i * 4 + c] ?? 0) * (1 - w));
-  }
-  return { data, width: original.width, height: original.height };
 }

@@ -112,3 +112,5 @@ export {
   type ProviderEdit,
   type ProviderEditTask,
 } from "./providers/generative-provider";
+export { createGenerativeProvider } from "./providers/generative-providers";
+export type { UpstreamTuning } from "./providers/upstream-call";

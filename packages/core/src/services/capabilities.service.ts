@@ -1,4 +1,4 @@
-import { CATALOG, COCO_LABELS, ModelLibrary } from "@retouch/engine";
+import { CATALOG, COCO_LABELS, createGenerativeProvider, ModelLibrary } from "@retouch/engine";
 import type { Config } from "../config/env";
 import type { CapabilitiesOutput } from "../schemas/capabilities.schemas";
 
@@ -7,15 +7,19 @@ type CapabilitiesConfig = Pick<Config, "generativeProvider" | "backgroundModel" 
 /** What this server can do: the answer to GET /api/capabilities, and the list a refusal points to. */
 export class CapabilitiesService {
   private readonly library: ModelLibrary;
+  /** The adapter's name and model (its default when none is set); no call is made and no SDK loaded. */
+  private readonly provider: { name: string; model: string } | null;
 
   constructor(private readonly config: CapabilitiesConfig) {
     const { models } = config;
     this.library = new ModelLibrary({ dir: models.dir, catalog: models.catalog, mirror: models.mirror });
+    const adapter = config.generativeProvider ? createGenerativeProvider(config.generativeProvider) : undefined;
+    this.provider = adapter ? { name: adapter.name, model: adapter.model } : null;
   }
 
   async describe(): Promise<CapabilitiesOutput> {
     const { config } = this;
-    const provider = config.generativeProvider;
+    const { provider } = this;
     return {
       workflows: [
         {
@@ -32,14 +36,14 @@ export class CapabilitiesService {
         {
           name: "generative_edit",
           description: provider
-            ? `Every other instruction: the built-in edits below, and anything else through ${provider.provider}.`
+            ? `Every other instruction: the built-in edits below, and anything else through ${provider.name} (${provider.model}).`
             : "The built-in edits below; other instructions need a generative provider (none is configured).",
           examples: CATALOG.slice(0, 4).map((entry) => entry.examples[0] ?? entry.name),
         },
       ],
       instructions: CATALOG.map((entry) => ({ name: entry.name, examples: [...entry.examples] })),
       detectable_objects: [...COCO_LABELS],
-      generative_provider: provider ? { name: provider.provider, model: provider.model ?? "default" } : null,
+      generative_provider: provider,
       models: { background: await this.backgroundModel() },
       limits: {
         max_image_bytes: config.maxImageBytes,
