@@ -5,7 +5,6 @@ import type {
   FaceDetector,
   GenerativeEditor,
   GenerativeEditTask,
-  GreyImage,
   RgbaImage,
   WorkContext,
 } from "./engine.ports";
