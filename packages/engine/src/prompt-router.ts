@@ -82,6 +82,10 @@ const POLITE_OPENING = /^(?:(?:please|now|can you|could you|would you|kindly)\s+
 
 const POLITENESS = /^(?:please|thanks|thank you|thx|ty|cheers|for me|asap|now|ok|okay)$/;
 
+// Praise and thanks around an instruction: "thanks!", "nice photo", "great shot btw".
+const REMARK =
+  /^(?:(?:please|thanks|thank you|thx|ty|cheers|for me|asap|now|ok|okay|btw|lol|hi|hello|hey)\b[\s!.]*)+$|^(?:(?:what|such)\s+an?\s+|an?\s+|(?:very|really|so)\s+)?(?:nice|great|good|lovely|beautiful|awesome|cool|amazing|pretty|cute|fun)\b(?:\s+(?:photo|picture|pic|image|shot|one|dog|cat|scene|view))?(?:\s+(?:btw|by the way|thanks|thank you))?[\s!.]*$|^$/;
+
 /**
  * Splits a `detect` query ("person . red car . dog") into its terms. The spec
  * puts spaces around the period; "person.dog" is read the same way, since no
@@ -184,6 +188,10 @@ function readClauses(normalized: string): ClauseReading {
       continue;
     }
     if (CONSTRAINT.test(clause)) continue;
+    if (REMARK.test(clause.replace(POLITE_OPENING, ""))) {
+      previousWasRemoval = false;
+      continue;
+    }
     if (previousWasRemoval && !INSTRUCTION_START.test(clause)) {
       // "remove the car, the dog and the bike": the verb carries over, until a remark
       // ("remove the dog, thanks! nice photo") ends the list.
@@ -193,8 +201,9 @@ function readClauses(normalized: string): ClauseReading {
       continue;
     }
     previousWasRemoval = false;
-    // Remarks ("nice photo", "thanks") are not instructions; "make it warmer" is.
-    if (INSTRUCTION_START.test(clause.replace(POLITE_OPENING, ""))) reading.followUps.push(clause);
+    // Remarks ("nice photo", "thanks") were skipped above; anything else is an instruction, carried
+    // out or refused by whoever reads the follow-ups, never dropped ("… and snowy vibes").
+    reading.followUps.push(clause);
   }
   return reading;
 }

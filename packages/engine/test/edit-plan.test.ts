@@ -62,6 +62,8 @@ describe("planEdit: who carries out a prompt", () => {
     // The same prompt with a mask is built in: the mask says what to fill.
     expect(planEdit({ prompt: "remove the watermark", hasMask: true }, none)).toMatchObject({ ok: true, executor: "builtin" });
     expect(planEdit({ prompt: "remove the car and add snow" }, none)).toMatchObject({ ok: false });
+    const vibes = planEdit({ prompt: "remove the car, make it warmer, snowy vibes" }, none);
+    expect(vibes.ok || vibes.message).toMatch(/"snowy vibes"/);
     // A cut-out with a clause the catalog cannot do is refused whole, never cut out without it.
     const smile = planEdit({ prompt: "remove the background and make her smile" }, none);
     expect(smile).toMatchObject({ ok: false, reason: "unsupported_instruction" });

@@ -83,6 +83,15 @@ describe("routePrompt: object removal", () => {
       removalTerms: ["car"],
       followUpInstructions: ["make it black-and-white"],
     });
+    // A clause that is no remark is an instruction, even without a verb: never silently dropped.
+    expect(routePrompt({ prompt: "remove the car, make it warmer, snowy vibes" }).followUpInstructions).toEqual([
+      "make it warmer",
+      "snowy vibes",
+    ]);
+    expect(routePrompt({ prompt: "remove the car. great shot btw, thanks!" })).toMatchObject({
+      removalTerms: ["car"],
+      followUpInstructions: [],
+    });
     // A remark is neither an edit nor one more thing to remove.
     expect(routePrompt({ prompt: "remove the dog, thanks! nice photo" })).toMatchObject({
       removalTerms: ["dog"],
