@@ -36,6 +36,7 @@ SOURCES = {
     "squirrel": ("opencv-doc", OPENCV + "data/squirrel_cls.jpg"),
     "butterfly": ("opencv-doc", OPENCV + "data/butterfly.jpg"),
     "apple": ("opencv-doc", OPENCV + "data/apple.jpg"),
+    "basketball": ("opencv-doc", OPENCV + "data/basketball1.png"),
     "potted-plant": ("opencv-doc", OPENCV + "alphamat/input_images/plant.jpg"),
     "raccoon": ("python3-scipy", "usr/lib/python3/dist-packages/scipy/misc/face.dat"),
     "dahlia": ("python3-sklearn", SKLEARN + "flower.jpg"),

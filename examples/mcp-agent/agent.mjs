@@ -45,7 +45,9 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 2000)); // the service asks for 2-5 s between polls
     status = await call("get_job_status", { job_id: started.job_id });
   } while (status.status === "pending");
-  if (status.status === "error") throw new Error(`the edit failed (${status.error}); its credit was refunded`);
+  // error_code says why (nothing_detected, model_unavailable, ...), error_message what to do.
+  if (status.status === "error")
+    throw new Error(`the edit failed (${status.error_code}): ${status.error_message} Its credit was refunded.`);
 
   const result = await call("get_job_result", { job_id: started.job_id });
   const file = output.includes(".") ? output : `${output}.${result.format}`;

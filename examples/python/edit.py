@@ -72,7 +72,8 @@ def main():
     print(f"job {job['job_id']}, {job['credits_remaining']} credits left")
     status = wait(job["job_id"])
     if status["status"] == "error":
-        sys.exit(f"the edit failed ({status.get('error')}); its credit was refunded")
+        # error_code says why (nothing_detected, model_unavailable, ...), error_message what to do.
+        sys.exit(f"the edit failed ({status.get('error_code')}): {status.get('error_message')} Its credit was refunded.")
     code, result = call("GET", f"/api/process/result?job_id={job['job_id']}")
     if "." not in os.path.basename(output):
         output = f"{output}.{result['format']}"

@@ -59,6 +59,7 @@ export const serverBuild = defineConfig({
     "engine.worker": "../engine/src/engine.worker.ts",
     "inference.worker": "../engine/src/inference.worker.ts",
     "object-detector.worker": "../engine/src/object-detector.worker.ts",
+    "face-detector.worker": "../engine/src/face-detector.worker.ts",
   },
   format: ["esm"],
   target: "node22",

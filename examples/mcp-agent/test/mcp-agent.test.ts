@@ -31,5 +31,7 @@ it("edits through the MCP tools and downloads the signed result", async () => {
     RETOUCH_API_KEY: key,
   });
   expect(failed.code).toBe(1);
-  expect(failed.stderr).toContain("its credit was refunded");
+  expect(failed.stderr).toContain(
+    "the edit failed (nothing_detected): No giraffe was found in the image. Its credit was refunded.",
+  );
 });

@@ -1,9 +1,10 @@
 import { parseArgs } from "node:util";
-import { AbortedError, ApiError, LocalError, NetworkError, TimeoutError } from "@retouch/sdk";
+import { AbortedError, ApiError, JobFailedError, LocalError, NetworkError, TimeoutError } from "@retouch/sdk";
 import { type CommandContext, loadContext, UsageError } from "./command-context";
 import { login, logout, resendVerification, signup } from "./commands/account.commands";
-import { edit, JobFailedError, result, status } from "./commands/jobs.commands";
+import { EditsFailedError, edit, result, status } from "./commands/jobs.commands";
 import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.commands";
+import { capabilities } from "./commands/service.commands";
 import { configPath } from "./config-store";
 import { Output } from "./output";
 
@@ -70,6 +71,12 @@ const COMMANDS: Command[] = [
   { words: ["status"], usage: "status <job_id|batch_id>", summary: "show a job's (or a batch's) status", run: status },
   { words: ["result"], usage: "result <job_id> [-o file]", summary: "print a job's result link, or save the image", run: result },
   { words: ["secret"], usage: "secret", summary: "print your webhook signing secret", run: webhookSecret },
+  {
+    words: ["capabilities"],
+    usage: "capabilities",
+    summary: "what the server can do: instructions, detectable objects, provider",
+    run: capabilities,
+  },
 ];
 
 function help(): string {
@@ -184,11 +191,22 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<numbe
       out.error(error.message, { code: "usage", message: error.message });
       return EXIT.usage;
     }
+    // Before ApiError, which it is: a failed job says its code and why, and exits 6.
+    if (error instanceof JobFailedError) {
+      out.error(error.message, {
+        code: error.code,
+        job_id: error.jobId,
+        error_code: error.errorCode,
+        error_message: error.errorMessage,
+        message: error.message,
+      });
+      return EXIT.jobFailed;
+    }
     if (error instanceof ApiError) {
       out.error(explain(error, ctx), { code: error.code, status: error.status, message: error.message });
       return exitCodeFor(error);
     }
-    if (error instanceof JobFailedError) {
+    if (error instanceof EditsFailedError) {
       out.error(error.message, { code: "job_failed", message: error.message });
       return EXIT.jobFailed;
     }

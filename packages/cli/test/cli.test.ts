@@ -217,6 +217,18 @@ describe("editing", () => {
     expect(result.stderr).toMatch(/failed .*refunded/);
   });
 
+  it("says what the server can do, and a prompt it cannot do is refused before it is charged (exit 1)", async () => {
+    const found = await cli(["capabilities"]);
+    expect(found.code, found.stderr).toBe(0);
+    expect(found.stdout).toContain("Generative provider: none");
+    expect(found.stdout).toMatch(/black and white: "/);
+    expect(JSON.parse((await cli(["capabilities", "--json"])).stdout).detectable_objects).toContain("person");
+    const refused = await cli(["edit", path.join(photos, "a.png"), "add a dragon"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('"add a dragon"');
+    expect(refused.stderr).toMatch(/remove the background/);
+  });
+
   it("submits without waiting, then follows with status and result", async () => {
     const submitted = await cli(["edit", path.join(photos, "a.png"), "make it brighter", "--no-wait", "--json"]);
     expect(submitted.code, submitted.stderr).toBe(0);
@@ -254,6 +266,7 @@ describe("editing", () => {
       ["status"],
       ["result"],
       ["secret"],
+      ["capabilities"],
     ]) {
       const help = await cli([...command, "--help"]);
       expect(help.code, command.join(" ")).toBe(0);

@@ -4,6 +4,15 @@ export { isPlanName, PLAN_LIMITS, PLAN_NAMES, type PlanName } from "./config/pla
 export { type DatabaseHandle, type Db, openDatabase } from "./db/database";
 export { migrateToLatest } from "./db/migrate";
 export { ERROR_CODES, type ErrorCode } from "./errors/error-codes";
+export {
+  isPublicSentence,
+  JOB_FAILURE_CODES,
+  type JobFailure,
+  type JobFailureCode,
+  jobFailure,
+  jobFailureFromError,
+  type PublicJobFailure,
+} from "./errors/job-failure-codes";
 export { type ErrorBody, RetouchError } from "./errors/retouch-error";
 export { newId } from "./lib/ids";
 export { createLogger, type Logger } from "./lib/logger";

@@ -54,6 +54,13 @@ const CASES: Case[] = [
     format: "jpeg",
   },
   { workflow: "generative: white background", prompt: "put it on a white background", input: "product", format: "jpeg" },
+  { workflow: "generative: blur the faces (detect + blur)", prompt: "blur the faces", input: "people", format: "jpeg" },
+  {
+    workflow: "background removal + drop shadow",
+    prompt: "remove the background and add a drop shadow",
+    input: "product",
+    format: "png",
+  },
 ];
 
 const SIZES = [

@@ -153,6 +153,7 @@ async function bundle(): Promise<string> {
       "engine.worker": fileURLToPath(new URL("../src/engine.worker.ts", import.meta.url)),
       "inference.worker": fileURLToPath(new URL("../src/inference.worker.ts", import.meta.url)),
       "object-detector.worker": fileURLToPath(new URL("../src/object-detector.worker.ts", import.meta.url)),
+      "face-detector.worker": fileURLToPath(new URL("../src/face-detector.worker.ts", import.meta.url)),
     },
     outdir: bundleDirectory,
     bundle: true,

@@ -1,11 +1,12 @@
 /**
  * `pnpm bench` (in packages/engine), learned models: background removal with
  * IS-Net (the test weights, scripts/fetch-test-models.ts) at its published
- * 1024x1024 input and resized to 768, next to the classical segmenter and the
+ * 1024x1024 input and resized to 768 and 704, next to the classical segmenter and the
  * floor (decode + PNG encode of the same image), on a real photograph at 1 MP
  * and 12 MP: median time and the peak RSS of one edit. Then the service's
  * shape: an EnginePool of two threads, two edits at once (the inference thread
- * shared), wall time per pair and the process's peak RSS.
+ * shared), wall time per pair and the process's peak RSS, under the glibc
+ * settings `pnpm start` runs the service with and under glibc's defaults.
  *
  * Each case runs in a child process of its own, so its peak RSS is its own.
  *
@@ -18,6 +19,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
 import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
+import { MALLOC_SETTINGS, withMallocSettings } from "../../server/scripts/malloc-settings.mjs";
 import { createImageEngine, type ImageEngineOptions } from "../src/engine";
 import { EnginePool } from "../src/engine-pool";
 import { decodeImage, encodeImage } from "../src/image-codec";
@@ -31,6 +33,7 @@ const ENGINES = {
   classical: { label: "classical segmenter", inputSize: undefined },
   "isnet-1024": { label: "IS-Net, 1024x1024 (as published)", inputSize: 1024 },
   "isnet-768": { label: "IS-Net, resized to 768x768", inputSize: 768 },
+  "isnet-704": { label: "IS-Net, resized to 704x704", inputSize: 704 },
 } as const;
 type EngineName = keyof typeof ENGINES;
 
@@ -97,10 +100,15 @@ async function runPool(name: EngineName, width: number, rounds: number, modelPat
   console.log(JSON.stringify({ wall: median(walls), latency: median(latencies), peak }));
 }
 
-function child<T>(args: string[]): T {
+/** `pnpm start` runs the service under these glibc settings (packages/server/scripts/malloc-settings.mjs). */
+const SERVICE_ENV = withMallocSettings(process.env);
+const GLIBC_DEFAULTS = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in MALLOC_SETTINGS)));
+
+function child<T>(args: string[], env: NodeJS.ProcessEnv = SERVICE_ENV): T {
   const output = execFileSync(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), ...args], {
     encoding: "utf8",
     maxBuffer: 1 << 20,
+    env,
   });
   return JSON.parse(output.trim().split("\n").pop() ?? "{}") as T;
 }
@@ -144,13 +152,20 @@ async function main(): Promise<void> {
     }
   }
   console.log("\n## The service's shape: EnginePool of 2 threads, two edits at once (median of 3 pairs)\n");
-  console.log("| Background removal | Size | Wall time per pair | Latency of an edit | Peak RSS of the process |");
-  console.log("|---|---|---|---|---|");
+  console.log(
+    "Peak RSS of the process under `pnpm start`'s glibc settings (MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_=131072), as the service runs, and under glibc's defaults.\n",
+  );
+  console.log(
+    "| Background removal | Size | Wall time per pair | Latency of an edit | Peak RSS (pnpm start) | Peak RSS (glibc defaults) |",
+  );
+  console.log("|---|---|---|---|---|---|");
   for (const size of SIZES) {
     for (const engine of Object.keys(ENGINES) as EngineName[]) {
-      const result = child<{ wall: number; latency: number; peak: number }>(["--pool", engine, String(size.width), "3", model]);
+      const args = ["--pool", engine, String(size.width), "3", model];
+      const result = child<{ wall: number; latency: number; peak: number }>(args);
+      const defaults = child<{ peak: number }>(args, GLIBC_DEFAULTS);
       console.log(
-        `| ${ENGINES[engine].label} | ${size.name} | ${seconds(result.wall)} | ${seconds(result.latency)} | ${mib(result.peak)} |`,
+        `| ${ENGINES[engine].label} | ${size.name} | ${seconds(result.wall)} | ${seconds(result.latency)} | ${mib(result.peak)} | ${mib(defaults.peak)} |`,
       );
     }
   }

@@ -12,7 +12,7 @@ import type { OnnxModelSpec } from "./onnx-runner";
 /** Options of the engine in each thread: plain data only, since they are copied into it (no port implementations). */
 export type EngineWorkerOptions = Pick<
   ImageEngineOptions,
-  "maxPixels" | "backgroundModel" | "backgroundModelPath" | "inpaintingModel"
+  "maxPixels" | "backgroundModel" | "backgroundModelPath" | "inpaintingModel" | "generativeProvider"
 >;
 
 /** What crosses the thread boundary: plain data, the bytes as transferable arrays. */

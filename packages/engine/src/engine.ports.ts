@@ -153,3 +153,17 @@ export interface ObjectDetector {
 export interface Inpainter {
   inpaint(image: RgbaImage, mask: GreyImage, context: WorkContext): Promise<RgbaImage>;
 }
+
+/** A face found in a picture. */
+export interface FaceDetection {
+  /** 0 to 1. */
+  score: number;
+  /** The face itself (about brows to chin), in pixels of the image searched. */
+  box: Box;
+}
+
+/** Used by the built-in editor's face blur; a hosted detector can replace it. */
+export interface FaceDetector {
+  /** Every face found; none is an empty list, not an error. */
+  detectFaces(image: RgbaImage, context: WorkContext): Promise<FaceDetection[]>;
+}

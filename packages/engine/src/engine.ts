@@ -2,22 +2,27 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { ClassicalBackgroundRemover } from "./background-removal.classical";
 import { OnnxBackgroundRemover } from "./background-removal.onnx";
 import { readTerm } from "./detection-vocabulary";
+import { planEdit } from "./edit-plan";
 import type {
   BackgroundRemover,
   Detection,
   EditRequest,
   EditResult,
+  FaceDetector,
   GenerativeEditor,
+  GreyImage,
   ImageEngine,
   Inpainter,
   ObjectDetector,
   ObjectRemover,
   OutputFormat,
+  ProviderRecord,
   RgbaImage,
   SaliencyModelKind,
   WorkContext,
 } from "./engine.ports";
 import { EngineError } from "./engine-error";
+import { parseInstructions } from "./generative-catalog";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
 import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "./image-codec";
 import { OnnxInpainter } from "./inpainting.onnx";
@@ -26,8 +31,9 @@ import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
-import { type PromptRoute, routePrompt } from "./prompt-router";
-import type { GenerativeProviderOptions } from "./providers/generative-provider";
+import type { PromptRoute } from "./prompt-router";
+import type { GenerativeProvider, GenerativeProviderOptions } from "./providers/generative-provider";
+import { createGenerativeProvider } from "./providers/generative-providers";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -65,6 +71,8 @@ export interface ImageEngineOptions {
   generativeEditor?: GenerativeEditor;
   /** Parts of the built-in object remover. */
   detector?: ObjectDetector;
+  /** Finds faces for the built-in catalog's face blur; default BlazeFace. */
+  faceDetector?: FaceDetector;
   inpainter?: Inpainter;
   /** The object remover fills holes with this ONNX model instead of PatchMatch (unless `inpainter` is given). */
   inpaintingModel?: InpaintingModelOptions;
@@ -115,18 +123,23 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
       segmenter: onnxRemover,
     });
-  const generativeEditor = options.generativeEditor ?? new SharpCatalogEditor(backgroundRemover);
+  // The catalog's deterministic steps always run here, whichever generative editor is configured.
+  const catalogEditor = new SharpCatalogEditor(backgroundRemover, options.faceDetector);
+  const generativeEditor = options.generativeEditor ?? catalogEditor;
   return new BuiltInImageEngine({
     maxPixels: options.maxPixels ?? DEFAULT_MAX_PIXELS,
     backgroundRemover,
     objectRemover,
     generativeEditor,
+    catalogEditor,
     warmUps: [
       ...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : []),
       ...(onnxInpainter ? [() => onnxInpainter.load()] : []),
     ],
     earlyDetector,
+    labels: detector.labels,
     collectGarbage: options.collectGarbage,
+    provider: options.generativeProvider ? createGenerativeProvider(options.generativeProvider) : undefined,
   });
 }
 
@@ -178,9 +191,20 @@ interface EngineParts {
   backgroundRemover: BackgroundRemover;
   objectRemover: ObjectRemover;
   generativeEditor: GenerativeEditor;
+  catalogEditor: SharpCatalogEditor;
   warmUps: (() => Promise<void>)[];
   earlyDetector: EarlyDetector | undefined;
+  /** What the object detector can find: the plan refuses (or hands the provider) anything else. */
+  labels: readonly string[];
   collectGarbage: (() => void) | undefined;
+  /** The hosted provider for what the built-in engine cannot do; undefined = none. */
+  provider: GenerativeProvider | undefined;
+}
+
+interface Produced {
+  output: RgbaImage;
+  format: OutputFormat;
+  provider?: ProviderRecord;
 }
 
 const OUTPUT_FORMATS = new Set<OutputFormat>(["jpeg", "png", "webp"]);
@@ -210,8 +234,16 @@ class BuiltInImageEngine implements ImageEngine {
       throw new EngineError("invalid_request", `Quality must be an integer from 1 to 100, not ${request.quality}.`);
     }
     throwIfCancelled(signal);
-    const route = routePrompt({ prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined });
-    const { output, format } = await this.produce(request, route);
+    // The same reading as the submission's check: what it accepted is done whole, here or by the provider.
+    const plan = planEdit(
+      { prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined },
+      { provider: this.parts.provider !== undefined, labels: this.parts.labels },
+    );
+    if (!plan.ok) throw new EngineError(plan.reason, plan.message);
+    const { output, format, provider } =
+      plan.executor === "provider" && this.parts.provider
+        ? await this.byProvider(this.parts.provider, request, plan.route)
+        : await this.produce(request, plan.route);
     // The decoded input and every buffer of the workflow are garbage once produce() has returned.
     if (this.parts.collectGarbage) {
       this.parts.collectGarbage();
@@ -225,12 +257,13 @@ class BuiltInImageEngine implements ImageEngine {
       format: encoded.format,
       width: encoded.width,
       height: encoded.height,
-      workflow: route.workflow,
+      workflow: plan.workflow,
+      ...(provider ? { provider } : {}),
     };
   }
 
   /** Decodes and runs the workflow: the picture to encode and its format. */
-  private async produce(request: EditRequest, route: PromptRoute): Promise<{ output: RgbaImage; format: OutputFormat }> {
+  private async produce(request: EditRequest, route: PromptRoute): Promise<Produced> {
     const { signal } = request;
     const context = { signal };
     const { maxPixels, earlyDetector } = this.parts;
@@ -249,11 +282,21 @@ class BuiltInImageEngine implements ImageEngine {
     let output: RgbaImage;
     let format: OutputFormat;
     switch (route.workflow) {
-      case "background_removal":
+      case "background_removal": {
+        // "... and add a drop shadow": every other clause is read before the cut-out, so one the catalog cannot do fails at once.
+        const followUps = route.followUpInstructions.length > 0 ? parseInstructions(route.followUpInstructions.join(", ")) : [];
         output = await this.parts.backgroundRemover.removeBackground(image, context);
+        if (followUps.length > 0) {
+          output = await this.parts.catalogEditor.editSteps(
+            { image: output, prompt: request.prompt, maxPixels },
+            followUps,
+            context,
+          );
+        }
         // The spec: background removal always yields PNG, whatever `format` says.
         format = "png";
         break;
+      }
       case "object_removal":
         output = await this.parts.objectRemover.removeObjects(
           { image, mask, terms: route.removalTerms, prompt: request.prompt },
@@ -274,5 +317,33 @@ class BuiltInImageEngine implements ImageEngine {
         break;
     }
     return { output, format };
+  }
+
+  /**
+   * The whole prompt made by the hosted provider (the plan sends it there only
+   * when the built-in engine cannot do all of it); the engine's encoder still
+   * decides format and quality, and a background removal stays PNG.
+   */
+  private async byProvider(provider: GenerativeProvider, request: EditRequest, route: PromptRoute): Promise<Produced> {
+    const { maxPixels } = this.parts;
+    const image = await decodeImage(request.image, maxPixels);
+    const mask: GreyImage | undefined = request.mask
+      ? await decodeMask(request.mask, image.width, image.height, maxPixels)
+      : undefined;
+    throwIfCancelled(request.signal);
+    const { image: output, latencyMs } = await provider.edit(
+      {
+        image,
+        prompt: request.prompt,
+        negativePrompt: request.negativePrompt,
+        mask,
+        maxPixels,
+        format: request.format,
+        quality: request.quality,
+      },
+      { signal: request.signal },
+    );
+    const format = route.workflow === "background_removal" ? "png" : (request.format ?? "jpeg");
+    return { output, format, provider: { name: provider.name, model: provider.model, latencyMs } };
   }
 }

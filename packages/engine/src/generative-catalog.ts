@@ -37,7 +37,17 @@ export type EditStep =
   | { op: "denoise" }
   | { op: "trim" }
   | { op: "pixelate"; blocks: number }
-  | { op: "vignette"; strength: number };
+  | { op: "vignette"; strength: number }
+  /**
+   * Every face the face detector finds made unrecognisable, the rest of the
+   * picture untouched; `one`: the prompt named a single face ("blur her
+   * face"), which is refused when the picture has several.
+   */
+  | { op: "blur_faces"; style: "blur" | "pixelate"; strength: number; one: boolean }
+  /** A soft shadow of the picture's opaque shape, down and to the right; the canvas grows to hold it. */
+  | { op: "drop_shadow"; distance: number; softness: number; opacity: number; colour: Rgb }
+  /** A stroke around the picture's opaque shape (a sticker's outline); `size` as for `border`. */
+  | { op: "outline"; size: number; unit: "px" | "fraction"; colour: Rgb };
 
 /** How much: 0.5 for "slightly", 1 by default, 2 for "a lot"; `percent` when a number is given. */
 interface Amount {
@@ -69,7 +79,13 @@ function factor(amount: Amount, step: number, direction: 1 | -1): number {
   return direction === 1 ? 1 + change : Math.max(0.02, 1 - change);
 }
 
-type Builder = (clause: string, amount: Amount) => EditStep;
+/** What a clause is read against besides its words. */
+export interface ReadingContext {
+  /** A mask came with the request: it says which part of the picture an edit is for. */
+  hasMask?: boolean;
+}
+
+type Builder = (clause: string, amount: Amount, context: ReadingContext) => EditStep;
 
 interface CatalogEntry {
   /** For the docs and the error message. */
@@ -102,8 +118,91 @@ function rotationDegrees(clause: string, amount: Amount): number {
   return counter ? -value : value;
 }
 
+const FACE_VERB =
+  "(?:blur\\w*|pixel\\w*|anonymi[sz]\\w*|hid(?:e|ing)|obscur\\w*|censor\\w*|mask|cover|redact\\w*|mosaic|fuzz|smudge|scrambl\\w*|disguis\\w*)";
+const PEOPLE = "(?:people|persons|everyone|everybody|crowd|bystanders|passers-?by|pedestrians|faces?)";
+// Words that would pick some faces and not others: the built-in face blur takes every face it finds.
+const FACE_SELECTION =
+  /\b(?:left|right|top|bottom|middle|cent(?:er|re)|background|foreground|front|back|except|but|not|only|small(?:est)?|large(?:st)?|big(?:gest)?|first|second|third|last|man|woman|men|women|boys?|girls?|child(?:ren)?|kids?|bab(?:y|ies)|adults?|old(?:er)?|young(?:er)?|other)\b/;
+
+function facesStep(clause: string, amount: Amount): EditStep {
+  // "blur the faces in the background", "blur the man's face": a choice the detector cannot make.
+  // "... but keep the rest sharp" is a constraint the face blur keeps anyway.
+  const asked = clause.replace(/\s+(?:but|while|and)\s+(?:keep|leave|leaving|keeping|don'?t|do not|make sure)\b.*$/, "");
+  if (FACE_SELECTION.test(asked)) {
+    throw unsupported(
+      clause,
+      'the built-in face blur blurs every face it finds and cannot choose some of them; say "blur the faces" for all of them, or send a mask over the faces to blur with the prompt "blur"',
+    );
+  }
+  const one =
+    !/\bfaces\b|\b(?:all|every|each|everyone|everybody)\b/.test(clause) &&
+    /\b(?:his|her|my|your|its|their|the|this|that|a|one)\s+face\b/.test(clause);
+  return {
+    op: "blur_faces",
+    style: /\b(?:pixel\w*|mosaic)\b/.test(clause) ? "pixelate" : "blur",
+    strength: Math.max(1, amount.level),
+    one,
+  };
+}
+
+// "blur it", "blur the image": the whole picture. Any other object of "blur" is a part of it, which takes a mask.
+const WHOLE_PICTURE =
+  /^(?:(?:the|this|that|my|our|whole|entire|full|complete)\s+)*(?:it|image|photo|photograph|picture|pic|shot|everything|thing|whole thing|frame|all(?: of it)?)?$/;
+const BLUR_AMOUNT =
+  /\s*\b(?:(?:by|with|to|at|using)\s+)?(?:a\s+)?(?:radius\s+(?:of\s+)?)?\d+(?:\.\d+)?\s*(?:px|pixels?|sigma|radius)?\b|\s*\b(?:slight(?:ly)?|a (?:little|bit|touch|tad)(?: bit)?|somewhat|subtly|gently|lightly|a lot|heavily|strongly|very|much|more|less|really|significantly|out|please|too|as well)\b/g;
+
+function blurredPart(clause: string): string | undefined {
+  const match = /\bblur\w*\s+(.*)$/.exec(clause);
+  if (!match) return undefined;
+  const object = (match[1] ?? "").replace(BLUR_AMOUNT, "").replace(/\s+/g, " ").trim();
+  return WHOLE_PICTURE.test(object) ? undefined : object;
+}
+
 /** Order matters: the first entry whose pattern matches a clause builds its step. */
 export const CATALOG: readonly CatalogEntry[] = [
+  {
+    name: "blur the faces",
+    examples: ["blur the faces", "pixelate all faces", "anonymise the people", "hide their faces", "blur her face"],
+    pattern: new RegExp(
+      `\\b${FACE_VERB}\\b.*\\bfaces?\\b|\\bfaces?\\b.*\\b(?:blurr?(?:ed|y)|pixelated|anonymi[sz]ed|hidden|censored|obscured)\\b|\\bface[- ]?blur\\w*|\\banonymi[sz]\\w*\\s+(?:(?:the|all|all the|any|these|those)\\s+)?${PEOPLE}\\b`,
+    ),
+    build: (clause, amount) => facesStep(clause, amount),
+  },
+  {
+    name: "drop shadow",
+    examples: ["add a drop shadow", "add a soft shadow", "add a long hard shadow"],
+    pattern: /\bdrop[- ]?shadow\b|\b(?:add|give|with|put|cast|apply|create|place)\b.*\bshadows?\b|\bshadow\s+effect\b/,
+    build: (clause, amount) => {
+      const soft = /\b(?:soft\w*|diffuse\w*|blurr?(?:ed|y)|subtle|gentle)\b/.test(clause);
+      const hard = /\b(?:hard|sharp|crisp|solid)\b/.test(clause);
+      const long = /\b(?:long|far|distant|deep)\b/.test(clause);
+      const short = /\b(?:short|close|tight|small)\b/.test(clause);
+      const light = /\b(?:light|faint|subtle|gentle|slight)\b/.test(clause);
+      const dark = /\b(?:dark|strong|heavy|deep|intense|bold)\b/.test(clause);
+      return {
+        op: "drop_shadow",
+        // Fractions of the shape's longer side.
+        distance: (long ? 0.08 : short ? 0.012 : 0.025) * (amount.level > 1 ? 1.5 : 1),
+        softness: hard ? 0.004 : soft ? 0.035 : 0.018,
+        opacity: light ? 0.3 : dark ? 0.7 : hard ? 0.6 : 0.45,
+        colour: findColour(clause.replace(/\b(?:light|dark)\b/, ""))?.rgb ?? [0, 0, 0],
+      };
+    },
+  },
+  {
+    name: "outline / stroke",
+    examples: ["add a white outline", "add a 10px black stroke", "make it a sticker"],
+    pattern: /\b(?:outline[ds]?|stroke|sticker)\b/,
+    build: (clause, amount) => {
+      const colour = findColour(clause)?.rgb ?? [255, 255, 255];
+      const pixels = /(\d+)\s*(?:px|pixels?)\b/.exec(clause);
+      if (pixels) return { op: "outline", size: Number(pixels[1]), unit: "px", colour };
+      if (amount.percent !== undefined) return { op: "outline", size: amount.percent / 100, unit: "fraction", colour };
+      const size = /\bthin\b/.test(clause) ? 0.01 : 0.02 * amount.level;
+      return { op: "outline", size, unit: "fraction", colour };
+    },
+  },
   {
     name: "blur the background",
     examples: ["blur the background", "add a bokeh effect", "portrait mode"],
@@ -290,7 +389,14 @@ export const CATALOG: readonly CatalogEntry[] = [
     name: "blur",
     examples: ["blur it", "a slight blur", "blur by 5 pixels", "soften"],
     pattern: /\b(?:blur\w*|soft focus|soften|gaussian|out of focus|defocus\w*)\b/,
-    build: (clause, amount) => {
+    build: (clause, amount, context) => {
+      const part = blurredPart(clause);
+      if (part !== undefined && !context.hasMask) {
+        throw unsupported(
+          clause,
+          `the built-in engine finds faces ("blur the faces") but not "${part}"; to blur a part of the picture, send a mask over it with the prompt "blur"`,
+        );
+      }
       const pixels = /(\d+(?:\.\d+)?)\s*(?:px|pixels?|sigma|radius)?/.exec(clause);
       return { op: "blur", sigma: pixels ? Math.max(0.3, Number(pixels[1])) : 3 * amount.level };
     },
@@ -329,9 +435,10 @@ export const CATALOG: readonly CatalogEntry[] = [
   },
 ];
 
-// Order counts for a few entries: "darken the corners" is a vignette, not brightness;
+// Order counts for a few entries: "blur the faces but keep the rest sharp" blurs faces;
+// "darken the corners" is a vignette, not brightness;
 // "remove the border" is a trim, not a border; "remove the noise" is a denoise.
-const PRIORITY = ["vignette", "trim borders", "denoise", "sharpen"];
+const PRIORITY = ["blur the faces", "vignette", "trim borders", "denoise", "sharpen"];
 
 function orderedCatalog(): CatalogEntry[] {
   const first = PRIORITY.map((name) => CATALOG.find((entry) => entry.name === name)).filter(
@@ -344,9 +451,10 @@ const ENTRIES = orderedCatalog();
 
 // Words that carry no instruction: what is left of a clause after them is what was asked.
 const FILLER =
-  /\b(?:please|pls|thanks|thank you|can you|could you|would you|kindly|i want|i'd like|i would like|just|now|for me|the|a|an|it|this|that|image|photo|photograph|picture|pic|shot|make|do|apply|give|me|some|bit|and|then|also|too|as well|ok|okay)\b/g;
+  /\b(?:please|pls|thanks|thank you|can you|could you|would you|kindly|i want|i need|i'd like|i would like|just|now|for me|the|a|an|it|this|that|image|photo|photograph|picture|pic|shot|make|do|apply|give|me|some|bit|and|then|also|too|as well|ok|okay)\b/g;
 
-function isFiller(clause: string): boolean {
+/** A clause with no instruction in it ("please", "thanks", "for me"). */
+export function isFiller(clause: string): boolean {
   return clause.replace(FILLER, "").replace(/[\s,.!?'"-]+/g, "").length === 0;
 }
 
@@ -360,19 +468,53 @@ function unsupported(clause: string, hint?: string): EngineError {
   );
 }
 
-/** Reads a prompt into ordered edit steps; throws when any clause is not understood or nothing is. */
-export function parseInstructions(prompt: string): EditStep[] {
+/** A clause the catalog cannot carry out, and why, in words a person can act on. */
+export interface UnderstoodProblem {
+  clause: string;
+  message: string;
+}
+
+export interface InstructionReading {
+  /** The steps of the clauses understood, in the prompt's order. */
+  steps: EditStep[];
+  /** Every clause that is not understood (or cannot be done as asked); empty when the whole prompt can be carried out. */
+  problems: UnderstoodProblem[];
+}
+
+/**
+ * Reads a prompt into ordered edit steps, clause by clause, without throwing:
+ * what is understood, and each clause that is not. A pure function, for the
+ * editor and for refusing a prompt before any work is done.
+ */
+export function readInstructions(prompt: string, context: ReadingContext = {}): InstructionReading {
   const steps: EditStep[] = [];
+  const problems: UnderstoodProblem[] = [];
   for (const clause of splitClauses(normalizePrompt(prompt))) {
     const entry = ENTRIES.find((candidate) => candidate.pattern.test(clause));
     if (entry) {
-      steps.push(entry.build(clause, readAmount(clause)));
+      try {
+        steps.push(entry.build(clause, readAmount(clause), context));
+      } catch (error) {
+        if (!(error instanceof EngineError)) throw error;
+        problems.push({ clause, message: error.message });
+      }
       continue;
     }
-    if (!isFiller(clause)) throw unsupported(clause);
+    if (!isFiller(clause)) problems.push({ clause, message: unsupported(clause).message });
   }
-  if (steps.length === 0) {
-    throw new EngineError("unsupported_instruction", `The prompt "${prompt.trim()}" names no edit the built-in engine can make.`);
+  if (steps.length === 0 && problems.length === 0) {
+    problems.push({
+      clause: prompt.trim(),
+      message: `The prompt "${prompt.trim()}" names no edit the built-in engine can make.`,
+    });
   }
+  return { steps, problems };
+}
+
+/** Reads a prompt into ordered edit steps; throws `unsupported_instruction` when any clause is not understood or nothing is. */
+export function parseInstructions(prompt: string, context: ReadingContext = {}): EditStep[] {
+  const { steps, problems } = readInstructions(prompt, context);
+  const [problem] = problems;
+  if (problem) throw new EngineError("unsupported_instruction", problem.message);
   return steps;
 }

@@ -1,25 +1,44 @@
 import sharp, { type Sharp } from "sharp";
-import type { BackgroundRemover, GenerativeEditor, GenerativeEditTask, GreyImage, RgbaImage, WorkContext } from "./engine.ports";
+import { dropShadow, outline } from "./cutout-effects";
+import type {
+  BackgroundRemover,
+  FaceDetector,
+  GenerativeEditor,
+  GenerativeEditTask,
+  RgbaImage,
+  WorkContext,
+} from "./engine.ports";
 import { EngineError } from "./engine-error";
+import { blurFaces } from "./face-blur";
+import { BlazeFaceDetector } from "./face-detector.blazeface";
 import { type EditStep, parseInstructions } from "./generative-catalog";
 import { asBuffer, assertWithinPixelLimit, hasTransparency } from "./image-codec";
-import { boxBlur, clamp } from "./mask-ops";
+import { blendInside, clamp } from "./mask-ops";
 import { throwIfCancelled } from "./work-checkpoint";
 
 /**
  * Carries out the catalog's steps with sharp (libvips), in prompt order. The
  * background steps (put it on a colour, blur the background, cut out) use the
- * configured background remover for the subject's matte.
+ * configured background remover for the subject's matte, and the face blur
+ * the face detector.
  */
 export class SharpCatalogEditor implements GenerativeEditor {
-  constructor(private readonly backgroundRemover: BackgroundRemover) {}
+  constructor(
+    private readonly backgroundRemover: BackgroundRemover,
+    private readonly faceDetector: FaceDetector = new BlazeFaceDetector(),
+  ) {}
 
   async edit(task: GenerativeEditTask, context: WorkContext): Promise<RgbaImage> {
-    const steps = parseInstructions(task.prompt);
+    const steps = parseInstructions(task.prompt, { hasMask: task.mask !== undefined });
+    return this.editSteps(task, steps, context);
+  }
+
+  /** Carries out steps already read from a prompt (the whole prompt's, or the clauses after a background removal). */
+  async editSteps(task: GenerativeEditTask, steps: EditStep[], context: WorkContext): Promise<RgbaImage> {
     if (task.mask && steps.some(changesGeometry)) {
       throw new EngineError(
         "unsupported_instruction",
-        "A mask applies an edit to part of the picture; it cannot be combined with rotating, cropping, resizing or a border.",
+        "A mask applies an edit to part of the picture; it cannot be combined with rotating, cropping, resizing, a border, an outline or a shadow.",
       );
     }
     let image = task.image;
@@ -105,6 +124,8 @@ export class SharpCatalogEditor implements GenerativeEditor {
       case "resize":
         return resize(image, step, maxPixels);
       case "border": {
+        // Around a cut-out, a border follows the subject (a sticker's outline): a frame around a transparent canvas would outline nothing.
+        if (isCutOut(image)) return outline(image, this.strokeWidth(step, image), step.colour, maxPixels);
         const size = Math.max(1, Math.round(step.unit === "px" ? step.size : step.size * Math.min(image.width, image.height)));
         assertWithinPixelLimit(image.width + 2 * size, image.height + 2 * size, maxPixels, "The framed image");
         const [r, g, b] = step.colour;
@@ -138,7 +159,44 @@ export class SharpCatalogEditor implements GenerativeEditor {
       }
       case "vignette":
         return vignette(image, step.strength);
+      case "outline":
+        return outline(image, this.strokeWidth(step, image), step.colour, maxPixels);
+      case "drop_shadow":
+        return dropShadow(image, step, maxPixels);
+      case "blur_faces":
+        return this.blurFaces(image, step, context);
     }
+  }
+
+  private strokeWidth(step: { size: number; unit: "px" | "fraction" }, image: RgbaImage): number {
+    return Math.max(1, step.unit === "px" ? step.size : step.size * Math.min(image.width, image.height));
+  }
+
+  private async blurFaces(
+    image: RgbaImage,
+    step: Extract<EditStep, { op: "blur_faces" }>,
+    context: WorkContext,
+  ): Promise<RgbaImage> {
+    const faces = await this.faceDetector.detectFaces(image, context);
+    if (faces.length === 0) {
+      throw new EngineError(
+        "nothing_detected",
+        'No face was found in the picture, so there is nothing to blur. Faces turned away, covered, or smaller than about 20 pixels (a 60th of a 12 MP photo\'s width) are not found; send a mask over what to blur with the prompt "blur".',
+      );
+    }
+    if (step.one && faces.length > 1) {
+      throw new EngineError(
+        "unsupported_instruction",
+        `The prompt names one face and the picture has ${faces.length}: say "blur all the faces", or send a mask over the face to blur with the prompt "blur".`,
+      );
+    }
+    throwIfCancelled(context.signal);
+    return blurFaces(
+      image,
+      faces.map((face) => face.box),
+      step.style,
+      step.strength,
+    );
   }
 
   /** Portrait-mode look: the subject, sharp, over a blurred copy of the whole picture. */
@@ -181,7 +239,15 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 function changesGeometry(step: EditStep): boolean {
-  return ["rotate", "crop_aspect", "crop_pixels", "crop_inset", "resize", "border", "trim"].includes(step.op);
+  return ["rotate", "crop_aspect", "crop_pixels", "crop_inset", "resize", "border", "trim", "outline", "drop_shadow"].includes(
+    step.op,
+  );
+}
+
+/** A picture with fully transparent pixels: a subject cut out of its background (or a free rotation's corners). */
+function isCutOut(image: RgbaImage): boolean {
+  for (let i = 3; i < image.data.length; i += 4) if (image.data[i] === 0) return true;
+  return false;
 }
 
 function raw(image: RgbaImage): { raw: { width: number; height: number; channels: 4 } } {
@@ -264,18 +330,4 @@ function vignette(image: RgbaImage, strength: number): RgbaImage {
     }
   }
   return { data, width, height };
-}
-
-/** The edit inside the mask, the original outside, with a 2-pixel feather so no seam shows. */
-async function blendInside(original: RgbaImage, edited: RgbaImage, mask: GreyImage): Promise<RgbaImage> {
-  const weights = new Float32Array(mask.data.length);
-  for (let i = 0; i < weights.length; i++) weights[i] = (mask.data[i] ?? 0) / 255;
-  const feathered = boxBlur(weights, mask.width, mask.height, 2);
-  const data = new Uint8Array(original.data.length);
-  for (let i = 0; i < feathered.length; i++) {
-    const w = clamp(feathered[i] ?? 0, 0, 1);
-    for (let c = 0; c < 4; c++)
-      data[i * 4 + c] = Math.round((edited.data[i * 4 + c] ?? 0) * w + (original.data[i * 4 + c] ?? 0) * (1 - w));
-  }
-  return { data, width: original.width, height: original.height };
 }

@@ -5,6 +5,7 @@
 export { ClassicalBackgroundRemover, type ClassicalSegmenterOptions } from "./background-removal.classical";
 export { inferModelKind, OnnxBackgroundRemover, type OnnxBackgroundRemoverOptions } from "./background-removal.onnx";
 export { COCO_LABELS } from "./detection-vocabulary";
+export { builtInAbilities, type EditPlan, type Executor, type PlanOptions, planEdit } from "./edit-plan";
 export {
   type BackgroundModelOptions,
   createImageEngine,
@@ -17,6 +18,8 @@ export {
   type Detection,
   type EditRequest,
   type EditResult,
+  type FaceDetection,
+  type FaceDetector,
   type GenerativeEditor,
   type GenerativeEditTask,
   type GreyImage,
@@ -38,7 +41,16 @@ export {
 export { EngineError, type EngineFailureReason, isEngineError } from "./engine-error";
 export { EnginePool, type EnginePoolOptions, type PoolLogger } from "./engine-pool";
 export type { EngineWorkerOptions } from "./engine-worker.protocol";
-export { CATALOG, type EditStep, parseInstructions } from "./generative-catalog";
+export { BlazeFaceDetector, type BlazeFaceDetectorOptions } from "./face-detector.blazeface";
+export {
+  CATALOG,
+  type EditStep,
+  type InstructionReading,
+  parseInstructions,
+  type ReadingContext,
+  readInstructions,
+  type UnderstoodProblem,
+} from "./generative-catalog";
 export { SharpCatalogEditor } from "./generative-editor.sharp";
 export {
   checkImageStructure,
@@ -95,6 +107,7 @@ export {
   type TensorInfo,
 } from "./onnx-runner";
 export { type PatchInpainterOptions, PatchMatchInpainter } from "./patch-inpainter";
+export { type PromptReading, readPrompt } from "./prompt-reading";
 export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompt-router";
 export {
   GENERATIVE_PROVIDERS,
@@ -104,3 +117,5 @@ export {
   type ProviderEdit,
   type ProviderEditTask,
 } from "./providers/generative-provider";
+export { createGenerativeProvider } from "./providers/generative-providers";
+export type { UpstreamTuning } from "./providers/upstream-call";

@@ -1,3 +1,5 @@
+import type { GreyImage, RgbaImage } from "./engine.ports";
+
 /**
  * Operations on one-channel rasters (masks, mattes, distance maps). Masks are
  * Uint8Array with 0 = off and 255 = on. All run in linear time in the number
@@ -158,4 +160,18 @@ export function coverage(mask: Uint8Array): number {
   let on = 0;
   for (let i = 0; i < mask.length; i++) if ((mask[i] ?? 0) >= 128) on++;
   return mask.length === 0 ? 0 : on / mask.length;
+}
+
+/** The edit inside the mask, the original outside, with a 2-pixel feather so no seam shows. */
+export async function blendInside(original: RgbaImage, edited: RgbaImage, mask: GreyImage): Promise<RgbaImage> {
+  const weights = new Float32Array(mask.data.length);
+  for (let i = 0; i < weights.length; i++) weights[i] = (mask.data[i] ?? 0) / 255;
+  const feathered = boxBlur(weights, mask.width, mask.height, 2);
+  const data = new Uint8Array(original.data.length);
+  for (let i = 0; i < feathered.length; i++) {
+    const w = clamp(feathered[i] ?? 0, 0, 1);
+    for (let c = 0; c < 4; c++)
+      data[i * 4 + c] = Math.round((edited.data[i * 4 + c] ?? 0) * w + (original.data[i * 4 + c] ?? 0) * (1 - w));
+  }
+  return { data, width: original.width, height: original.height };
 }

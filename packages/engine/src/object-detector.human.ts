@@ -1,12 +1,7 @@
-import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { Worker } from "node:worker_threads";
-import type { GraphModel } from "@tensorflow/tfjs-converter";
 import sharp from "sharp";
 import { COCO_LABELS } from "./detection-vocabulary";
 import type { Detection, ObjectDetector, RgbaImage, WorkContext } from "./engine.ports";
-import { EngineError } from "./engine-error";
+import { loadHumanModel, runModelThread } from "./human-model";
 import { throwIfCancelled } from "./work-checkpoint";
 import { workerScript } from "./worker-script";
 
@@ -45,9 +40,6 @@ export interface DetectorThreadInput {
   pixels: Uint8Array;
 }
 
-/** What it answers: the graph's output rows, or why it could not run. */
-export type DetectorThreadReply = { ok: true; rows: Float32Array } | { ok: false; message: string };
-
 const thread = workerScript("object-detector.worker", import.meta.url);
 
 /**
@@ -55,34 +47,8 @@ const thread = workerScript("object-detector.worker", import.meta.url);
  * thread: object-detector.worker.ts calls it. TensorFlow.js keeps one global
  * backend per thread, which is one more reason for a thread of its own.
  */
-export async function runCenterNet(pixels: Uint8Array): Promise<Float32Array> {
-  let loaded: { tf: typeof import("@tensorflow/tfjs-core"); model: GraphModel };
-  try {
-    const require = createRequire(import.meta.url);
-    const tf = await import("@tensorflow/tfjs-core");
-    const wasm = await import("@tensorflow/tfjs-backend-wasm");
-    const converter = await import("@tensorflow/tfjs-converter");
-    wasm.setWasmPaths(`${path.dirname(require.resolve("@tensorflow/tfjs-backend-wasm"))}${path.sep}`);
-    if (!(await tf.setBackend("wasm"))) throw new Error("the TensorFlow.js WebAssembly backend did not start");
-    await tf.ready();
-    const modelDirectory = path.join(path.dirname(require.resolve("@vladmandic/human")), "..", "models");
-    const manifest = JSON.parse(await readFile(path.join(modelDirectory, "centernet.json"), "utf8"));
-    const weights = await readFile(path.join(modelDirectory, "centernet.bin"));
-    const model = await converter.loadGraphModel(
-      tf.io.fromMemory({
-        modelTopology: manifest.modelTopology,
-        weightSpecs: manifest.weightsManifest[0].weights,
-        weightData: weights.buffer.slice(weights.byteOffset, weights.byteOffset + weights.byteLength),
-        format: manifest.format,
-        generatedBy: manifest.generatedBy,
-        convertedBy: manifest.convertedBy,
-      }),
-    );
-    loaded = { tf, model };
-  } catch (error) {
-    throw new EngineError("model_failed", "The object detector could not be loaded.", { cause: error });
-  }
-  const { tf, model } = loaded;
+export async function runCenterNet({ pixels }: DetectorThreadInput): Promise<Float32Array> {
+  const { tf, model } = await loadHumanModel("centernet", "object detector");
   const rows = tf.tidy(() => {
     const input = tf.tensor4d(Float32Array.from(pixels), [1, INPUT_SIZE, INPUT_SIZE, 3]);
     return model.execute(input, OUTPUT_NODE) as import("@tensorflow/tfjs-core").Tensor;
@@ -90,40 +56,6 @@ export async function runCenterNet(pixels: Uint8Array): Promise<Float32Array> {
   const values = (await rows.data()) as Float32Array;
   rows.dispose();
   return values;
-}
-
-/** Runs the model in a thread that ends with the detection (or at once, when the edit is cancelled). */
-function detectInThread(pixels: Uint8Array, signal: AbortSignal | undefined): Promise<Float32Array> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(thread.url, {
-      workerData: { pixels } satisfies DetectorThreadInput,
-      execArgv: thread.execArgv,
-    });
-    let settled = false;
-    const finish = (settle: () => void): void => {
-      if (settled) return;
-      settled = true;
-      signal?.removeEventListener("abort", onAbort);
-      void worker.terminate();
-      settle();
-    };
-    const onAbort = () =>
-      finish(() => reject(new EngineError("cancelled", "The edit was cancelled.", { cause: signal?.reason })));
-    signal?.addEventListener("abort", onAbort, { once: true });
-    worker.once("message", (reply: DetectorThreadReply) =>
-      finish(() =>
-        reply.ok ? resolve(reply.rows) : reject(new EngineError("model_failed", `The object detector failed: ${reply.message}`)),
-      ),
-    );
-    worker.once("error", (error) =>
-      finish(() => reject(new EngineError("model_failed", "The object detector failed.", { cause: error }))),
-    );
-    worker.once("exit", (code) =>
-      finish(() =>
-        reject(new EngineError("model_failed", `The object detector's thread exited (code ${code}) without an answer.`)),
-      ),
-    );
-  });
 }
 
 export class HumanObjectDetector implements ObjectDetector {
@@ -144,7 +76,11 @@ export class HumanObjectDetector implements ObjectDetector {
       .resize(INPUT_SIZE, INPUT_SIZE, { fit: "fill" })
       .raw()
       .toBuffer({ resolveWithObject: true });
-    const values = await detectInThread(data, context.signal);
+    const values = await runModelThread<DetectorThreadInput, Float32Array>(
+      thread,
+      { pixels: data },
+      { signal: context.signal, what: "object detector" },
+    );
     const scaleX = image.width / INPUT_SIZE;
     const scaleY = image.height / INPUT_SIZE;
     const detections: Detection[] = [];

@@ -154,35 +154,7 @@ export class DetectAndInpaintRemover implements ObjectRemover {
   }
 
   private readTerms(terms: string[]): TargetQuery[] {
-    if (terms.length === 0) {
-      throw new EngineError("target_not_detectable", 'Say what to remove (for example "remove the person") or send a mask.');
-    }
-    const queries: TargetQuery[] = [];
-    for (const term of terms) {
-      const reading = readTerm(term);
-      if (reading.kind === "target") {
-        queries.push(reading.query);
-        continue;
-      }
-      if (reading.kind === "needs_mask") {
-        throw new EngineError(
-          "target_not_detectable",
-          `"${term}" cannot be found automatically; send a mask that marks it (white on black).`,
-        );
-      }
-      if (reading.kind === "unknown") {
-        throw new EngineError(
-          "target_not_detectable",
-          `"${term}" is not something the detector knows; send a mask, or name one of: ${this.detector.labels.join(", ")}.`,
-        );
-      }
-      // Removing another instance than the one meant is worse than removing nothing: say what was not understood.
-      throw new EngineError(
-        "unsupported_instruction",
-        `In "${term}", ${reading.reason}. Say which one by place ("on the left", "top right", "second from the left"), size ("the largest", "in the background"), colour ("the red car"), or send a mask.`,
-      );
-    }
-    return queries;
+    return readRemovalTerms(terms, this.detector.labels);
   }
 
   /** The learned model's shape when there is one and it finds one, else the colour shape, else undefined. */
@@ -404,4 +376,41 @@ function meanColourOf(image: RgbaImage, box: Box): Rgb {
     }
   }
   return count === 0 ? [0, 0, 0] : [(sum[0] ?? 0) / count, (sum[1] ?? 0) / count, (sum[2] ?? 0) / count];
+}
+
+/**
+ * Reads the removal terms into detector queries, or throws the EngineError
+ * that says why one cannot be found automatically. Pure: the submission
+ * check (edit-plan.ts) runs it too, before anything is charged.
+ */
+export function readRemovalTerms(terms: string[], labels: readonly string[]): TargetQuery[] {
+  if (terms.length === 0) {
+    throw new EngineError("target_not_detectable", 'Say what to remove (for example "remove the person") or send a mask.');
+  }
+  const queries: TargetQuery[] = [];
+  for (const term of terms) {
+    const reading = readTerm(term);
+    if (reading.kind === "target") {
+      queries.push(reading.query);
+      continue;
+    }
+    if (reading.kind === "needs_mask") {
+      throw new EngineError(
+        "target_not_detectable",
+        `"${term}" cannot be found automatically; send a mask that marks it (white on black).`,
+      );
+    }
+    if (reading.kind === "unknown") {
+      throw new EngineError(
+        "target_not_detectable",
+        `"${term}" is not something the detector knows; send a mask, or name one of: ${labels.join(", ")}.`,
+      );
+    }
+    // Removing another instance than the one meant is worse than removing nothing: say what was not understood.
+    throw new EngineError(
+      "unsupported_instruction",
+      `In "${term}", ${reading.reason}. Say which one by place ("on the left", "top right", "second from the left"), size ("the largest", "in the background"), colour ("the red car"), or send a mask.`,
+    );
+  }
+  return queries;
 }

@@ -1,4 +1,5 @@
 import type { Route } from "./engine.ports";
+import { isFiller } from "./generative-catalog";
 import { findColour, normalizePrompt, splitClauses } from "./prompt-text";
 
 /**
@@ -21,9 +22,10 @@ export interface RouteInput {
 
 export interface PromptRoute extends Route {
   /**
-   * Object removal only: the prompt's clauses that are not removals ("remove
-   * the car and make it black and white"), for the generative editor to apply
-   * after the removal.
+   * Object and background removal: the prompt's clauses that are not the
+   * removal ("remove the car and make it black and white", "remove the
+   * background and add a drop shadow"), for the built-in catalog to apply to
+   * the removal's result. Remarks ("thanks!") are left out.
    */
   followUpInstructions: string[];
 }
@@ -80,6 +82,10 @@ const POLITE_OPENING = /^(?:(?:please|now|can you|could you|would you|kindly)\s+
 
 const POLITENESS = /^(?:please|thanks|thank you|thx|ty|cheers|for me|asap|now|ok|okay)$/;
 
+// Praise and thanks around an instruction: "thanks!", "nice photo", "great shot btw".
+const REMARK =
+  /^(?:(?:please|thanks|thank you|thx|ty|cheers|for me|asap|now|ok|okay|btw|lol|hi|hello|hey)\b[\s!.]*)+$|^(?:(?:what|such)\s+an?\s+|an?\s+|(?:very|really|so)\s+)?(?:nice|great|good|lovely|beautiful|awesome|cool|amazing|pretty|cute|fun)\b(?:\s+(?:photo|picture|pic|image|shot|one|dog|cat|scene|view))?(?:\s+(?:btw|by the way|thanks|thank you))?[\s!.]*$|^$/;
+
 /**
  * Splits a `detect` query ("person . red car . dog") into its terms. The spec
  * puts spaces around the period; "person.dog" is read the same way, since no
@@ -112,6 +118,9 @@ export function cleanRemovalTerm(phrase: string): string | undefined {
   return term;
 }
 
+// Things drawn around a cut-out: their colour is not a new background ("add a white outline").
+const CUTOUT_EFFECT = /\b(?:border|frame|outline[ds]?|stroke|shadows?|sticker|matte|padding)\b/;
+
 /** "remove": a transparent cut-out; "replace": the prompt also asks for a new background colour. */
 function readBackgroundRequest(normalized: string): "remove" | "replace" | undefined {
   for (const pattern of BACKGROUND_REMOVAL_PATTERNS) {
@@ -119,12 +128,38 @@ function readBackgroundRequest(normalized: string): "remove" | "replace" | undef
     if (!match) continue;
     // "remove the background and put it on white" asks for a new background: a generative edit.
     const remainder = normalized.slice(0, match.index) + normalized.slice(match.index + match[0].length);
-    const asksForNewBackground =
-      /\b(?:put|place|set|make|turn|fill|add|use|with|on|onto|against|to)\b/.test(remainder) &&
-      findColour(remainder) !== undefined;
+    const asksForNewBackground = splitClauses(remainder).some(
+      (clause) =>
+        findColour(clause) !== undefined &&
+        !CUTOUT_EFFECT.test(clause) &&
+        /\b(?:background|backdrop|bg|put|place|set|make|turn|fill|use|with|on|onto|against|to)\b/.test(clause),
+    );
     return asksForNewBackground ? "replace" : "remove";
   }
   return undefined;
+}
+
+/**
+ * A background removal's other clauses, in order: "remove the background and
+ * add a drop shadow" → "add a drop shadow"; what follows the removal inside
+ * its own clause too ("background removal with a white outline" → "with a
+ * white outline"). Clauses that only restate the removal ("make it
+ * transparent") and remarks are left out.
+ */
+function backgroundFollowUps(normalized: string): string[] {
+  const followUps: string[] = [];
+  for (const clause of splitClauses(normalized)) {
+    let rest = clause;
+    for (const pattern of BACKGROUND_REMOVAL_PATTERNS) rest = rest.replace(pattern, " ");
+    rest = rest
+      .replace(/\b(?:make|turn|set|leave|keep)\s+(?:it|the\s+\w+)\s+transparent\b|\btransparen\w*\b/g, " ")
+      .replace(/^[\s,]*(?:(?:and|then|also|plus|with|please|now|for me|entirely|completely|fully)\b[\s,]*)*/, "")
+      .replace(/^(?:from|of|in|on)\s+(?:the\s+|this\s+|my\s+|our\s+|that\s+)?(?:photo|photograph|picture|image|pic|shot)\b/, "")
+      .replace(/\s+/g, " ")
+      .trim();
+    if (rest.length > 0 && !isFiller(rest)) followUps.push(rest);
+  }
+  return followUps;
 }
 
 interface ClauseReading {
@@ -153,15 +188,22 @@ function readClauses(normalized: string): ClauseReading {
       continue;
     }
     if (CONSTRAINT.test(clause)) continue;
+    if (REMARK.test(clause.replace(POLITE_OPENING, ""))) {
+      previousWasRemoval = false;
+      continue;
+    }
     if (previousWasRemoval && !INSTRUCTION_START.test(clause)) {
-      // "remove the car, the dog and the bike": the verb carries over.
+      // "remove the car, the dog and the bike": the verb carries over, until a remark
+      // ("remove the dog, thanks! nice photo") ends the list.
       const term = cleanRemovalTerm(clause);
       if (term) reading.terms.push(term);
+      else previousWasRemoval = false;
       continue;
     }
     previousWasRemoval = false;
-    // Remarks ("nice photo", "thanks") are not instructions; "make it warmer" is.
-    if (INSTRUCTION_START.test(clause.replace(POLITE_OPENING, ""))) reading.followUps.push(clause);
+    // Remarks ("nice photo", "thanks") were skipped above; anything else is an instruction, carried
+    // out or refused by whoever reads the follow-ups, never dropped ("… and snowy vibes").
+    reading.followUps.push(clause);
   }
   return reading;
 }
@@ -177,7 +219,9 @@ export function routePrompt(input: RouteInput): PromptRoute {
     };
   }
   const backgroundRequest = readBackgroundRequest(normalized);
-  if (backgroundRequest === "remove") return { workflow: "background_removal", removalTerms: [], followUpInstructions: [] };
+  if (backgroundRequest === "remove") {
+    return { workflow: "background_removal", removalTerms: [], followUpInstructions: backgroundFollowUps(normalized) };
+  }
   if (backgroundRequest === "replace") return { workflow: "generative_edit", removalTerms: [], followUpInstructions: [] };
   if (input.hasMask && MASK_ONLY_PROMPT.test(normalized)) {
     return { workflow: "object_removal", removalTerms: [], followUpInstructions: [] };

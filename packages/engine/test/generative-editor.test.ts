@@ -273,11 +273,35 @@ describe("SharpCatalogEditor: background instructions", () => {
     expect(energy(out, true)).toBeGreaterThan(energy(noisy, true) * 0.8);
   });
 
-  it("cuts out when asked to remove the background among other steps", async () => {
+  it("cuts out when asked to remove the background among other steps; the border then follows the subject", async () => {
     const out = await edit(product, "remove the background and add a 4px red border");
-    expect([out.width, out.height]).toEqual([product.width + 8, product.height + 8]);
-    expect(pixel(out, 20, 20)[3]).toBe(0);
-    expect(pixel(out, 1, 1)).toEqual([220, 20, 20, 255]);
+    // The subject does not touch the edges: a 4 px outline needs no larger canvas.
+    expect([out.width, out.height]).toEqual([product.width, product.height]);
+    expect(pixel(out, 1, 1)[3]).toBe(0);
+    // Red pixels ring the subject: outside it, within 4 px (and a pixel of antialiasing) of it.
+    const near = (x: number, y: number, reach: number) => {
+      for (let dy = -reach; dy <= reach; dy++)
+        for (let dx = -reach; dx <= reach; dx++) {
+          const [sx, sy] = [x + dx, y + dy];
+          if (sx >= 0 && sy >= 0 && sx < out.width && sy < out.height && truth[sy * out.width + sx]) return true;
+        }
+      return false;
+    };
+    let red = 0;
+    let stray = 0;
+    for (let y = 0; y < out.height; y++)
+      for (let x = 0; x < out.width; x++) {
+        if (!isRed(pixel(out, x, y))) continue;
+        red++;
+        if (!near(x, y, 6)) stray++;
+      }
+    expect(red).toBeGreaterThan(200);
+    expect(stray).toBe(0);
+    // Beyond the ring, transparency.
+    let opaqueFar = 0;
+    for (let y = 0; y < out.height; y++)
+      for (let x = 0; x < out.width; x++) if ((pixel(out, x, y)[3] ?? 0) > 0 && !near(x, y, 7)) opaqueFar++;
+    expect(opaqueFar).toBe(0);
   });
 
   it("refuses every background edit where the cut-out would be refused (no model, a frame-filling animal)", async () => {
@@ -327,3 +351,7 @@ describe("SharpCatalogEditor: limits and refusals", () => {
     await expect(edit(card, "make the sky dramatic with lightning")).rejects.toMatchObject({ reason: "unsupported_instruction" });
   });
 });
+
+function isRed(rgba: number[]): boolean {
+  return (rgba[3] ?? 0) === 255 && (rgba[0] ?? 0) === 220 && (rgba[1] ?? 0) === 20 && (rgba[2] ?? 0) === 20;
+}

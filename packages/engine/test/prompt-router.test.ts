@@ -23,9 +23,30 @@ describe("routePrompt: background removal", () => {
     "cut out the background",
     "cut out the product",
     "isolate the subject",
-    "remove the background and keep the shadow",
+    "Please remove the background from this photo, thanks!",
+    "remove the background and make it transparent",
   ])("%j", (prompt) => {
     expect(routePrompt({ prompt })).toEqual({ workflow: "background_removal", removalTerms: [], followUpInstructions: [] });
+  });
+
+  it.each([
+    ["remove the background and add a border", ["add a border"]],
+    ["remove the background and add a drop shadow", ["add a drop shadow"]],
+    ["Remove the background, then add a white outline please", ["add a white outline please"]],
+    ["add a drop shadow and remove the background", ["add a drop shadow"]],
+    ["background removal with a soft drop shadow", ["a soft drop shadow"]],
+    ["cut out the product and add a long shadow. Thanks!", ["add a long shadow"]],
+    // A colour for an outline or a border is not a new background: the cut-out stays transparent.
+    ["remove the background and add a white border", ["add a white border"]],
+    // Not something a cut-out can honour: kept, so that the catalog refuses it rather than the engine dropping it.
+    ["remove the background and keep the shadow", ["keep the shadow"]],
+    ["remove the background and make it smile", ["make it smile"]],
+  ])("%j keeps its other clauses as follow-ups", (prompt, followUps) => {
+    expect(routePrompt({ prompt })).toEqual({
+      workflow: "background_removal",
+      removalTerms: [],
+      followUpInstructions: followUps,
+    });
   });
 });
 
@@ -62,7 +83,20 @@ describe("routePrompt: object removal", () => {
       removalTerms: ["car"],
       followUpInstructions: ["make it black-and-white"],
     });
-    expect(routePrompt({ prompt: "remove the dog, thanks! nice photo" }).followUpInstructions).toEqual([]);
+    // A clause that is no remark is an instruction, even without a verb: never silently dropped.
+    expect(routePrompt({ prompt: "remove the car, make it warmer, snowy vibes" }).followUpInstructions).toEqual([
+      "make it warmer",
+      "snowy vibes",
+    ]);
+    expect(routePrompt({ prompt: "remove the car. great shot btw, thanks!" })).toMatchObject({
+      removalTerms: ["car"],
+      followUpInstructions: [],
+    });
+    // A remark is neither an edit nor one more thing to remove.
+    expect(routePrompt({ prompt: "remove the dog, thanks! nice photo" })).toMatchObject({
+      removalTerms: ["dog"],
+      followUpInstructions: [],
+    });
     // Constraints are neither targets nor edits.
     expect(routePrompt({ prompt: "remove the person, keep the dog" })).toEqual({
       workflow: "object_removal",

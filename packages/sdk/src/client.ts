@@ -1,5 +1,5 @@
 import { createTRPCClient, httpLink, type TRPCClient, TRPCClientError } from "@trpc/client";
-import { AbortedError, ApiError, type ErrorCode, LocalError, NetworkError, TimeoutError } from "./errors";
+import { AbortedError, ApiError, type ErrorCode, JobFailedError, LocalError, NetworkError, TimeoutError } from "./errors";
 import { type ImageInput, imageToBase64, remoteImageUrl } from "./images";
 import type { AppRouter, ErrorShape } from "./router.generated";
 
@@ -8,6 +8,7 @@ type Outputs = {
   status: AppRouter["process"]["status"]["_def"]["$types"]["output"];
   result: AppRouter["process"]["result"]["_def"]["$types"]["output"];
   session: AppRouter["auth"]["signIn"]["_def"]["$types"]["output"];
+  capabilities: AppRouter["service"]["capabilities"]["_def"]["$types"]["output"];
 };
 
 export type OutputFormat = "jpeg" | "png" | "webp";
@@ -36,6 +37,7 @@ export type BatchSubmission = Extract<Outputs["submit"], { batch_id: string }>;
 export type JobStatus = Extract<Outputs["status"], { status: string }>;
 export type BatchStatus = Extract<Outputs["status"], { batch_id: string }>;
 export type JobResult = Extract<Outputs["result"], { url: string }>;
+export type Capabilities = Outputs["capabilities"];
 export type Session = Outputs["session"] & {
   /** `name=value` of the session cookie, to send as a `Cookie` header (Node; browsers keep it themselves). */
   cookie: string | undefined;
@@ -91,6 +93,7 @@ function toError(error: unknown): Error {
         message: error.message,
         ...(data.retryAfterSeconds !== undefined ? { retryAfterSeconds: data.retryAfterSeconds } : {}),
         ...(data.issues ? { issues: data.issues } : {}),
+        ...(data.failure ? { failure: data.failure } : {}),
       });
     }
     const cause = error.cause;
@@ -191,6 +194,11 @@ export class Retouch {
     }
   }
 
+  /** What the server can do (no key needed): workflows, built-in instructions with examples, detectable objects, the generative provider. */
+  capabilities(): Promise<Capabilities> {
+    return this.call(() => this.api.service.capabilities.query());
+  }
+
   // API keys and webhooks
 
   listKeys() {
@@ -268,10 +276,15 @@ export class Retouch {
     );
   }
 
-  /** The signed link and metadata of a done job; `undefined` while it is pending; ApiError `job_failed` if it failed. */
+  /** The signed link and metadata of a done job; `undefined` while it is pending; JobFailedError (`job_failed`) if it failed. */
   async result(jobId: string, signal?: AbortSignal): Promise<JobResult | undefined> {
-    const result = await this.call(() => this.api.process.result.query({ job_id: jobId }, signal ? { signal } : {}), signal);
-    return "url" in result ? result : undefined;
+    try {
+      const result = await this.call(() => this.api.process.result.query({ job_id: jobId }, signal ? { signal } : {}), signal);
+      return "url" in result ? result : undefined;
+    } catch (error) {
+      if (error instanceof ApiError && error.failure) throw new JobFailedError(jobId, error.failure);
+      throw error;
+    }
   }
 
   /** Polls until the job is done or failed; returns its final status (with the metadata block). */
@@ -290,18 +303,13 @@ export class Retouch {
 
   /**
    * Submits, waits, and returns the result with a `download()`: the one call
-   * most applications need. A failed job throws ApiError `job_failed` (its credit was refunded).
+   * most applications need. A failed job throws JobFailedError (`code` is
+   * `job_failed`, `errorCode` says why; its credit was refunded).
    */
   async edit(image: ImageInput, prompt: string, options: EditOptions & WaitOptions & { idempotencyKey?: string } = {}) {
     const { job_id: jobId } = await this.submit(image, prompt, options);
     const status = await this.waitForJob(jobId, options);
-    if (status.status === "error") {
-      throw new ApiError({
-        code: "job_failed",
-        status: 500,
-        message: `Job ${jobId} failed: ${status.error ?? "Processing failed"}. Its credit was refunded.`,
-      });
-    }
+    if (status.status === "error") throw JobFailedError.fromStatus(jobId, status);
     const result = await this.result(jobId, options.signal);
     if (!result) throw new LocalError(`Job ${jobId} is done but has no result.`);
     return { ...result, download: (signal?: AbortSignal) => this.download(result.url, signal) };

@@ -2,6 +2,7 @@ export {
   type BatchItem,
   type BatchStatus,
   type BatchSubmission,
+  type Capabilities,
   type EditOptions,
   type JobResult,
   type JobStatus,
@@ -12,7 +13,17 @@ export {
   type SingleSubmission,
   type WaitOptions,
 } from "./client";
-export { AbortedError, ApiError, type ErrorCode, LocalError, NetworkError, TimeoutError } from "./errors";
+export {
+  AbortedError,
+  ApiError,
+  type ErrorCode,
+  JobFailedError,
+  type JobFailure,
+  type JobFailureCode,
+  LocalError,
+  NetworkError,
+  TimeoutError,
+} from "./errors";
 export { type ImageInput, imageToBase64 } from "./images";
 export type { AppRouter, ErrorShape } from "./router.generated";
 export { type VerifyWebhookOptions, verifyWebhook, WebhookVerificationError } from "./webhooks";

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyedAccount, uniqueEmail, verifyEmail } from "../../../test/support/accounts";
 import { productPhoto, rectangleMask } from "../../../test/support/images";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
-import { AbortedError, ApiError, NetworkError, Retouch, TimeoutError } from "../src/index";
+import { AbortedError, ApiError, JobFailedError, NetworkError, Retouch, TimeoutError } from "../src/index";
 
 /** The SDK from its sources against a real Retouch over HTTP. */
 let app: TestApp;
@@ -99,11 +99,26 @@ describe("edit", () => {
     const masked = await retouch.edit(photo, "remove the object", { mask, format: "png", intervalMs: 250 });
     expect(masked).toMatchObject({ format: "png", width: 320 });
     const detected = await retouch.submit(photo, "remove them", { detect: "person . dog" });
-    expect((await retouch.waitForJob(detected.job_id, { intervalMs: 250 })).status).toBe("error");
+    const status = await retouch.waitForJob(detected.job_id, { intervalMs: 250 });
+    expect(status).toMatchObject({
+      status: "error",
+      error_code: "nothing_detected",
+      error_message: "No person was found in the image.",
+    });
     const before = (await app.services.profiles.get(userId)).credits;
     const failure = await retouch.edit(photo, "remove the giraffe", { intervalMs: 250 }).catch((caught: unknown) => caught);
+    expect(failure).toBeInstanceOf(JobFailedError);
     expect(failure).toBeInstanceOf(ApiError);
-    expect(failure).toMatchObject({ code: "job_failed" });
+    expect(failure).toMatchObject({
+      code: "job_failed",
+      errorCode: "nothing_detected",
+      errorMessage: "No giraffe was found in the image.",
+      message: expect.stringContaining("No giraffe was found in the image."),
+    });
+    // result() of the failed job throws the same.
+    const again = await retouch.result((failure as JobFailedError).jobId).catch((caught: unknown) => caught);
+    expect(again).toBeInstanceOf(JobFailedError);
+    expect(again).toMatchObject({ status: 500, errorCode: "nothing_detected", jobId: (failure as JobFailedError).jobId });
     expect((await app.services.profiles.get(userId)).credits).toBe(before);
   });
 

@@ -269,8 +269,10 @@ describe("with the development flag (http: and loopback allowed)", () => {
   it("the Idempotency-Key covers the URL: the same key with another URL is 422", async () => {
     const account = await keyedAccount(dev);
     const headers = { "Idempotency-Key": "url-covered" };
-    expect((await submit(dev, account, { image_url: `${host.url}/photo.jpg`, prompt: "x" }, headers)).status).toBe(200);
-    const other = await submit(dev, account, { image_url: `${host.url}/moved.jpg`, prompt: "x" }, headers);
+    expect((await submit(dev, account, { image_url: `${host.url}/photo.jpg`, prompt: "make it sepia" }, headers)).status).toBe(
+      200,
+    );
+    const other = await submit(dev, account, { image_url: `${host.url}/moved.jpg`, prompt: "make it sepia" }, headers);
     expect(other.status).toBe(422);
     expect(other.body.code).toBe("idempotency_key_reused");
   });
@@ -319,7 +321,7 @@ describe("without the development flag (production rules)", () => {
       const body =
         field === "image_url"
           ? { image_url: url(), prompt: "make it sepia" }
-          : { image: base64(photo), mask_url: url(), prompt: "x" };
+          : { image: base64(photo), mask_url: url(), prompt: "remove the object" };
       const response = await submit(strict, account, body);
       expect(response.status, response.text).toBe(400);
       expect(response.body.code).toBe("invalid_request");

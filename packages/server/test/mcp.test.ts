@@ -115,16 +115,22 @@ describe("the tools", () => {
     expect((await call(client, "get_job_status", { job_id: jobId })).structuredContent).toEqual({ status: "pending" });
   });
 
-  it("a failed edit is refunded, and get_job_result is a tool error with job_failed", async () => {
+  it("a failed edit is refunded and says why: get_job_status, and get_job_result's tool error with job_failed", async () => {
     const client = await connect(account.key);
     const before = (await app.services.profiles.get(account.userId)).credits;
     const started = await call(client, "edit_image", { image: photo, prompt: "remove the giraffe" });
     const jobId = started.structuredContent?.job_id as string;
-    expect(await waitUntilSettled(client, jobId)).toMatchObject({ status: "error", error: "Processing failed", credits_used: 0 });
+    const why = { error_code: "nothing_detected", error_message: "No giraffe was found in the image." };
+    expect(await waitUntilSettled(client, jobId)).toMatchObject({
+      status: "error",
+      error: "Processing failed",
+      ...why,
+      credits_used: 0,
+    });
     expect((await app.services.profiles.get(account.userId)).credits).toBe(before);
     const result = await call(client, "get_job_result", { job_id: jobId });
     expect(result.isError).toBe(true);
-    expect(errorOf(result)).toMatchObject({ code: "job_failed" });
+    expect(errorOf(result)).toMatchObject({ code: "job_failed", error: "Processing failed", ...why });
   });
 
   it("honours idempotency_key like the Idempotency-Key header", async () => {

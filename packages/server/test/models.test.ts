@@ -128,6 +128,7 @@ describe("the service at start", () => {
         background: "classical segmenter (built in)",
         objectDetector: "CenterNet (built in)",
         inpainting: "PatchMatch (built in)",
+        generative: "built-in catalog (no hosted provider)",
       });
     } finally {
       await app.close();

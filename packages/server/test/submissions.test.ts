@@ -1,3 +1,4 @@
+import { JOB_FAILURE_CODES, jobFailure } from "@retouch/core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
@@ -50,7 +51,7 @@ describe("POST /api/process, one image", () => {
       const image = `data:image/${format};base64,${base64(await productPhoto({ format }))}`;
       const response = await submit(account, { image, prompt: "make it black and white", format: "webp", quality: 80 });
       expect(response.status, response.text).toBe(200);
-      await app.services.stores.jobs.settleFailed(response.body.job_id, "test: free the slot");
+      await app.services.stores.jobs.settleFailed(response.body.job_id, jobFailure("internal_error", "test: free the slot"));
     }
   });
 
@@ -64,63 +65,87 @@ describe("POST /api/process, one image", () => {
     ["no prompt", async () => ({ image: photo }), /prompt: is required/],
     ["an empty prompt", async () => ({ image: photo, prompt: "   " }), /prompt: must not be empty/],
     ["a prompt over 2000 characters", async () => ({ image: photo, prompt: "x".repeat(2001) }), /at most 2000/],
-    ["image not base64", async () => ({ image: "not base64 at all!", prompt: "x" }), /image: is not valid base64/],
+    ["image not base64", async () => ({ image: "not base64 at all!", prompt: "make it sepia" }), /image: is not valid base64/],
     [
       "image bytes that are not an image",
-      async () => ({ image: base64(Buffer.from("hello world")), prompt: "x" }),
+      async () => ({ image: base64(Buffer.from("hello world")), prompt: "make it sepia" }),
       /JPEG, PNG or WebP/,
     ],
-    ["a GIF", async () => ({ image: base64(gif), prompt: "x" }), /gif.*send JPEG, PNG or WebP/i],
-    ["a decompression bomb over the pixel limit", async () => ({ image: base64(await bomb()), prompt: "x" }), /limit is 1\.0 MP/],
-    ["format gif", async () => ({ image: photo, prompt: "x", format: "gif" }), /format/],
-    ["quality 0", async () => ({ image: photo, prompt: "x", quality: 0 }), /quality: must be an integer from 1 to 100/],
-    ["quality 101", async () => ({ image: photo, prompt: "x", quality: 101 }), /quality: must be an integer from 1 to 100/],
-    ["quality 50.5", async () => ({ image: photo, prompt: "x", quality: 50.5 }), /quality: must be an integer from 1 to 100/],
-    ["quality as a string", async () => ({ image: photo, prompt: "x", quality: "80" }), /quality/],
+    ["a GIF", async () => ({ image: base64(gif), prompt: "make it sepia" }), /gif.*send JPEG, PNG or WebP/i],
+    [
+      "a decompression bomb over the pixel limit",
+      async () => ({ image: base64(await bomb()), prompt: "make it sepia" }),
+      /limit is 1\.0 MP/,
+    ],
+    ["format gif", async () => ({ image: photo, prompt: "make it sepia", format: "gif" }), /format/],
+    [
+      "quality 0",
+      async () => ({ image: photo, prompt: "make it sepia", quality: 0 }),
+      /quality: must be an integer from 1 to 100/,
+    ],
+    [
+      "quality 101",
+      async () => ({ image: photo, prompt: "make it sepia", quality: 101 }),
+      /quality: must be an integer from 1 to 100/,
+    ],
+    [
+      "quality 50.5",
+      async () => ({ image: photo, prompt: "make it sepia", quality: 50.5 }),
+      /quality: must be an integer from 1 to 100/,
+    ],
+    ["quality as a string", async () => ({ image: photo, prompt: "make it sepia", quality: "80" }), /quality/],
     [
       "a JPEG mask",
-      async () => ({ image: photo, prompt: "x", mask: base64(await productPhoto({ format: "jpeg" })) }),
+      async () => ({ image: photo, prompt: "make it sepia", mask: base64(await productPhoto({ format: "jpeg" })) }),
       /mask: must be a PNG/,
     ],
     [
       "detect without spaced periods",
-      async () => ({ image: photo, prompt: "x", detect: "person.car" }),
+      async () => ({ image: photo, prompt: "make it sepia", detect: "person.car" }),
       /detect: must be terms separated by " \. "/,
     ],
-    ["detect with commas", async () => ({ image: photo, prompt: "x", detect: "person, car" }), /detect/],
+    ["detect with commas", async () => ({ image: photo, prompt: "make it sepia", detect: "person, car" }), /detect/],
     [
       "an http: webhook",
-      async () => ({ image: photo, prompt: "x", webhook_url: "http://example.com/hook" }),
+      async () => ({ image: photo, prompt: "make it sepia", webhook_url: "http://example.com/hook" }),
       /webhook_url: must use https:/,
     ],
-    ["a loopback webhook", async () => ({ image: photo, prompt: "x", webhook_url: "https://127.0.0.1/hook" }), /public address/],
+    [
+      "a loopback webhook",
+      async () => ({ image: photo, prompt: "make it sepia", webhook_url: "https://127.0.0.1/hook" }),
+      /public address/,
+    ],
     [
       "a private-network webhook",
-      async () => ({ image: photo, prompt: "x", webhook_url: "https://10.1.2.3/hook" }),
+      async () => ({ image: photo, prompt: "make it sepia", webhook_url: "https://10.1.2.3/hook" }),
       /public address/,
     ],
     [
       "the cloud metadata address",
-      async () => ({ image: photo, prompt: "x", webhook_url: "https://169.254.169.254/latest" }),
+      async () => ({ image: photo, prompt: "make it sepia", webhook_url: "https://169.254.169.254/latest" }),
       /public address/,
     ],
     [
       "a webhook host that resolves to loopback",
-      async () => ({ image: photo, prompt: "x", webhook_url: "https://localhost:8443/hook" }),
+      async () => ({ image: photo, prompt: "make it sepia", webhook_url: "https://localhost:8443/hook" }),
       /public address/,
     ],
     [
       "a webhook that is not a URL",
-      async () => ({ image: photo, prompt: "x", webhook_url: "not a url" }),
+      async () => ({ image: photo, prompt: "make it sepia", webhook_url: "not a url" }),
       /webhook_url: is not a valid URL/,
     ],
     [
       "both image and images",
-      async () => ({ image: photo, prompt: "x", images: [{ image: photo, prompt: "x" }] }),
+      async () => ({ image: photo, prompt: "make it sepia", images: [{ image: photo, prompt: "make it sepia" }] }),
       /either one image or "images"/,
     ],
     ["an empty batch", async () => ({ images: [] }), /at least 1 image/],
-    ["51 images", async () => ({ images: Array.from({ length: 51 }, () => ({ image: "x", prompt: "x" })) }), /at most 50 images/],
+    [
+      "51 images",
+      async () => ({ images: Array.from({ length: 51 }, () => ({ image: "x", prompt: "make it sepia" })) }),
+      /at most 50 images/,
+    ],
   ];
   it.each(cases)("answers 400 for %s, with a message naming the problem, and charges nothing", async (_label, body, message) => {
     const account = await keyedAccount(app, { plan: "pro" });
@@ -134,7 +159,7 @@ describe("POST /api/process, one image", () => {
 
   it("answers 413 for a body over RETOUCH_MAX_REQUEST_BYTES, before reading it", async () => {
     const account = await keyedAccount(app);
-    const response = await submit(account, { image: "A".repeat(4 * 1024 * 1024), prompt: "x" });
+    const response = await submit(account, { image: "A".repeat(4 * 1024 * 1024), prompt: "make it sepia" });
     expect(response.status).toBe(413);
     expect(response.body.code).toBe("payload_too_large");
     expect(await balanceOf(account)).toBe(10);
@@ -173,7 +198,7 @@ describe("POST /api/process, a batch", () => {
         { image: "@@@", prompt: "make it sepia" },
         { image: photo, prompt: "erase this", mask },
         { image: photo },
-        { image: photo, prompt: "x", webhook_url: "http://insecure.example/hook" },
+        { image: photo, prompt: "make it sepia", webhook_url: "http://insecure.example/hook" },
       ],
     });
     expect(response.status, response.text).toBe(200);
@@ -188,9 +213,14 @@ describe("POST /api/process, a batch", () => {
     expect(await balanceOf(account)).toBe(8);
 
     const batch = await request(app.url, "GET", `/api/process/status?batch_id=${response.body.batch_id}`, { key: account.key });
+    // An item that never started is `not_started`, and says why in both places.
     expect(batch.body).toEqual({
       batch_id: response.body.batch_id,
-      jobs: jobs.map((job) => ({ job_id: job.job_id, status: job.status })),
+      jobs: jobs.map((job) =>
+        job.status === "error"
+          ? { job_id: job.job_id, status: "error", error: job.error, error_code: "not_started", error_message: job.error }
+          : { job_id: job.job_id, status: job.status },
+      ),
     });
     const rejected = await request(app.url, "GET", `/api/process/status?job_id=${jobs[1]?.job_id}`, { key: account.key });
     expect(rejected.body).toMatchObject({
@@ -198,6 +228,8 @@ describe("POST /api/process, a batch", () => {
       credits_used: 0,
       credits_remaining: 8,
       error: expect.stringMatching(/base64/),
+      error_code: "not_started",
+      error_message: expect.stringMatching(/base64/),
     });
   });
 
@@ -239,7 +271,7 @@ describe("plan limits", () => {
       const accepted = await submit(account, { image: photo, prompt: "make it sepia" });
       expect(accepted.status, accepted.text).toBe(200);
       // Settle it, so the in-flight limit (3) does not speak first.
-      await app.services.stores.jobs.settleFailed(accepted.body.job_id, "test: free the slot");
+      await app.services.stores.jobs.settleFailed(accepted.body.job_id, jobFailure("internal_error", "test: free the slot"));
     }
     const response = await submit(account, { image: photo, prompt: "make it sepia" });
     expect(response.status).toBe(429);
@@ -367,15 +399,20 @@ describe("GET /api/process/status and /result", () => {
     expect(pending.status).toBe(202);
     expect(pending.body).toEqual({ job_id: job.body.job_id, status: "pending" });
 
-    await app.services.stores.jobs.settleFailed(job.body.job_id, "test: engine exploded with secret details");
+    await app.services.stores.jobs.settleFailed(
+      job.body.job_id,
+      jobFailure("internal_error", "internal: engine exploded with secret details"),
+    );
     const failed = await request(app.url, "GET", `/api/process/result?job_id=${job.body.job_id}`, { key: account.key });
     expect(failed.status).toBe(500);
-    expect(failed.body.code).toBe("job_failed");
+    expect(failed.body).toMatchObject({ code: "job_failed", error: "Processing failed", error_code: "internal_error" });
     expect(failed.text).not.toContain("secret details");
     const status = await request(app.url, "GET", `/api/process/status?job_id=${job.body.job_id}`, { key: account.key });
     expect(status.body).toEqual({
       status: "error",
       error: "Processing failed",
+      error_code: "internal_error",
+      error_message: JOB_FAILURE_CODES.internal_error.message,
       width: 320,
       height: 240,
       format: "jpeg",

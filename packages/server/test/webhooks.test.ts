@@ -162,7 +162,7 @@ describe("retries", () => {
 });
 
 describe("a failed job's callback", () => {
-  it("says status error and 'Processing failed', after the refund", async () => {
+  it("says status error and 'Processing failed', and why, after the refund", async () => {
     const before = (await app.services.profiles.get(account.userId)).credits;
     const jobId = await submitWithHook("/failed", "remove the giraffe");
     const [call] = await receiver.waitFor("/failed", 1);
@@ -171,6 +171,8 @@ describe("a failed job's callback", () => {
       job_id: jobId,
       status: "error",
       error: "Processing failed",
+      error_code: "nothing_detected",
+      error_message: "No giraffe was found in the image.",
       width: 320,
       height: 240,
       format: "jpeg",

@@ -144,7 +144,13 @@ describe("worker processes", { timeout: 120_000 }, () => {
     await sql("update jobs set attempts = 3 where id = $1", [jobId]);
     const worker = start(["--role", "worker"]);
     const status = await waitForJob(baseUrl, key, jobId, 60_000);
-    expect(status).toMatchObject({ status: "error", error: "Processing failed", credits_used: 0 });
+    expect(status).toMatchObject({
+      status: "error",
+      error: "Processing failed",
+      error_code: "worker_crashed",
+      error_message: expect.stringMatching(/stopped on every attempt/),
+      credits_used: 0,
+    });
     const ledger = await sql<{ reason: string }>("select reason from credit_ledger where job_id = $1 order by id", [jobId]);
     expect(ledger.map((row) => row.reason)).toEqual(["job_debit", "job_refund"]);
     worker.child.kill("SIGTERM");

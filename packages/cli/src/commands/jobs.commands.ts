@@ -1,11 +1,11 @@
 import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import type { EditOptions, OutputFormat, Retouch } from "@retouch/sdk";
+import { type EditOptions, JobFailedError, type OutputFormat, type Retouch } from "@retouch/sdk";
 import { authedClient, type CommandContext, KEY_REQUIRED, requireArg, stringFlag, UsageError } from "../command-context";
 import { Progress } from "../progress";
 
-/** A job ended in error (its credit was refunded): exit code 6. */
-export class JobFailedError extends Error {}
+/** Some edits of a batch ended in error (their credits were refunded): exit code 6, like one failed job. */
+export class EditsFailedError extends Error {}
 
 const IMAGE_EXTENSIONS = new Set([".jpg", ".jpeg", ".png", ".webp"]);
 const FORMATS: OutputFormat[] = ["jpeg", "png", "webp"];
@@ -129,8 +129,9 @@ async function editOne(
   const status = await client.waitForJob(submission.job_id, { intervalMs: POLL_MS, timeoutMs });
   if (status.status === "error") {
     progress.stop();
+    // The reason is printed once, as the error (stderr); --json also gets the whole status on stdout.
     ctx.out.result({ job_id: submission.job_id, ...status }, () => "");
-    throw new JobFailedError(`the edit of ${input} failed (${status.error ?? "Processing failed"}); its credit was refunded`);
+    throw JobFailedError.fromStatus(submission.job_id, status);
   }
   const saved = await saveResult(
     client,
@@ -196,8 +197,16 @@ async function editMany(
         pending.delete(job.job_id);
         if (job.status === "error") {
           failed++;
-          results.push({ input, job_id: job.job_id, status: "error", error: "Processing failed" });
-          progress.log(`✗ ${input}: the edit failed (refunded)`, !ctx.out.json && !ctx.out.quiet);
+          const failure = JobFailedError.fromStatus(job.job_id, job);
+          results.push({
+            input,
+            job_id: job.job_id,
+            status: "error",
+            error: job.error ?? "Processing failed",
+            error_code: failure.errorCode,
+            error_message: failure.errorMessage,
+          });
+          progress.log(`✗ ${input}: ${failure.errorMessage} (${failure.errorCode}; refunded)`, !ctx.out.json && !ctx.out.quiet);
           continue;
         }
         const jobStatus = await client.status(job.job_id);
@@ -221,7 +230,7 @@ async function editMany(
     () =>
       `${results.length - failed} of ${inputs.length} images edited in ${progress.elapsed()}${failed ? `; ${failed} failed (refunded)` : ""}.`,
   );
-  if (failed > 0) throw new JobFailedError(`${failed} of ${inputs.length} edits failed; their credits were refunded`);
+  if (failed > 0) throw new EditsFailedError(`${failed} of ${inputs.length} edits failed; their credits were refunded`);
 }
 
 export async function status(ctx: CommandContext): Promise<void> {
@@ -238,7 +247,7 @@ export async function status(ctx: CommandContext): Promise<void> {
       ? `${id} is still processing.`
       : job.status === "done"
         ? `${id} is done: ${job.format}, ${job.width}x${job.height}, ${job.processing_time_ms} ms; ${job.credits_remaining} credits left. Download it with: retouch result ${id} -o <file>`
-        : `${id} failed (${job.error ?? "Processing failed"}); its credit was refunded.`,
+        : JobFailedError.fromStatus(id, job).message,
   );
 }
 

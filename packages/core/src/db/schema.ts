@@ -99,8 +99,16 @@ export interface JobTable {
   credits_used: number;
   credits_remaining: number | null;
   processing_time_ms: number | null;
+  /** Internal: the whole account of a failure, for the logs; never shown to clients. */
   error_reason: string | null;
+  /** A job failure code (errors/job-failure-codes.ts) and its sentence for the client; null unless failed. */
+  error_code: string | null;
+  error_message: string | null;
   rejection: string | null;
+  /** Set when a hosted provider made the edit: its name, model and the time spent waiting on it. */
+  provider: string | null;
+  provider_model: string | null;
+  upstream_latency_ms: number | null;
   attempts: Generated<number>;
   claimed_by: string | null;
   claimed_until: Date | null;

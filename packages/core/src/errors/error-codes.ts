@@ -10,6 +10,10 @@ export const ERROR_CODES = {
     status: 400,
     message: "The batch is larger than your plan's concurrent-jobs limit; submit fewer images per call.",
   },
+  unsupported_instruction: {
+    status: 400,
+    message: "This server cannot carry out the prompt; GET /api/capabilities lists what it can do. Nothing was charged.",
+  },
   unauthorized: {
     status: 401,
     message: "Authentication required: send `Authorization: Bearer pk_...` (or the session cookie where accepted).",

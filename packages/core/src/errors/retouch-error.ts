@@ -1,12 +1,13 @@
 import { ERROR_CODES, type ErrorCode } from "./error-codes";
+import type { PublicJobFailure } from "./job-failure-codes";
 
 export interface ErrorIssue {
   path: string;
   message: string;
 }
 
-/** The body of every error response. */
-export interface ErrorBody {
+/** The body of every error response; a failed job's (`job_failed`) also says why it failed. */
+export interface ErrorBody extends Partial<PublicJobFailure> {
   code: ErrorCode;
   message: string;
   issues?: ErrorIssue[];
@@ -22,11 +23,13 @@ export class RetouchError extends Error {
   /** Seconds, sent as the `Retry-After` header. */
   readonly retryAfterSeconds: number | undefined;
   readonly issues: ErrorIssue[] | undefined;
+  /** For `job_failed`: why the job failed, as its status says it. */
+  readonly failure: PublicJobFailure | undefined;
 
   constructor(
     code: ErrorCode,
     message?: string,
-    options: { retryAfterSeconds?: number; issues?: ErrorIssue[]; cause?: unknown } = {},
+    options: { retryAfterSeconds?: number; issues?: ErrorIssue[]; failure?: PublicJobFailure; cause?: unknown } = {},
   ) {
     super(message ?? ERROR_CODES[code].message, { cause: options.cause });
     this.name = "RetouchError";
@@ -34,10 +37,16 @@ export class RetouchError extends Error {
     this.status = ERROR_CODES[code].status;
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.issues = options.issues;
+    this.failure = options.failure;
   }
 
   toBody(): ErrorBody {
-    return { code: this.code, message: this.message, ...(this.issues ? { issues: this.issues } : {}) };
+    return {
+      code: this.code,
+      message: this.message,
+      ...(this.issues ? { issues: this.issues } : {}),
+      ...(this.failure ?? {}),
+    };
   }
 
   /** Headers that belong with this error (for now only `Retry-After`). */

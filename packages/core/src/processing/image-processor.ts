@@ -4,6 +4,7 @@ import { isEngineError } from "@retouch/engine";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import type { ImageFormat } from "../db/schema";
+import { type JobFailure, jobFailure, jobFailureFromError } from "../errors/job-failure-codes";
 import type { Logger } from "../lib/logger";
 import { randomHex } from "../lib/secrets";
 import type { JobRow, JobsStore } from "../stores/jobs.store";
@@ -41,13 +42,21 @@ export class ImageProcessor {
       return;
     }
     if (job.attempts > MAX_ATTEMPTS) {
-      await this.fail(job, `gave up after ${MAX_ATTEMPTS} attempts: the worker processing it stopped each time`, null);
+      const reason = `gave up after ${MAX_ATTEMPTS} attempts: the worker processing it stopped each time`;
+      logger.warn({ jobId, code: "worker_crashed", reason }, "job failed");
+      await this.fail(job, jobFailure("worker_crashed", reason), null);
       return;
     }
     logger.info({ jobId, workflow: job.workflow, attempt: job.attempts }, "processing job");
     const started = performance.now();
     const controller = new AbortController();
-    const timeout = setTimeout(() => controller.abort(), config.jobTimeoutMs);
+    let timedOut = false;
+    // The engine then answers `cancelled`, which this job reports as its timeout.
+    const timeout = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, config.jobTimeoutMs);
+    let stage: "edit" | "store" | "settle" = "edit";
     // Renew both locks well before they lapse; losing the claim means another worker took over.
     const heartbeat = setInterval(
       () => {
@@ -73,7 +82,9 @@ export class ImageProcessor {
         signal: controller.signal,
       });
       const resultBlob = `results/${jobId}.${result.format}`;
+      stage = "store";
       await blobs.put(resultBlob, result.image);
+      stage = "settle";
       const settled = await jobs.settleDone(jobId, this.workerId, {
         resultBlob,
         format: result.format as ImageFormat,
@@ -81,6 +92,7 @@ export class ImageProcessor {
         height: result.height,
         processingTimeMs: Math.round(performance.now() - started),
         resultExpiresAt: new Date(Date.now() + config.retentionMs),
+        ...(result.provider ? { provider: result.provider } : {}),
       });
       if (!settled) {
         // Timed out by the reconciler, or taken over: the other outcome stands.
@@ -88,14 +100,25 @@ export class ImageProcessor {
         logger.warn({ jobId }, "job was settled elsewhere while it ran; result discarded");
         return;
       }
-      logger.info({ jobId, ms: settled.processing_time_ms, width: result.width, height: result.height }, "job done");
+      logger.info(
+        {
+          jobId,
+          ms: settled.processing_time_ms,
+          width: result.width,
+          height: result.height,
+          ...(result.provider ? { provider: result.provider.name, model: result.provider.model } : {}),
+        },
+        "job done",
+      );
       await this.afterSettle(settled);
     } catch (error) {
-      const reason = isEngineError(error)
-        ? `${error.reason}: ${error.message}`
-        : `internal: ${error instanceof Error ? error.message : String(error)}`;
-      logger.warn({ jobId, reason, ...(isEngineError(error) ? {} : { err: error }) }, "job failed");
-      await this.fail(job, reason, Math.round(performance.now() - started));
+      const failure = jobFailureFromError(error, { timedOut, stage });
+      // The whole story (and, for anything unexpected, the stack) goes to the operator; the client gets code and sentence.
+      logger.warn(
+        { jobId, code: failure.code, reason: failure.reason, ...(isEngineError(error) ? {} : { err: error }) },
+        "job failed",
+      );
+      await this.fail(job, failure, Math.round(performance.now() - started));
     } finally {
       clearTimeout(timeout);
       clearInterval(heartbeat);
@@ -103,8 +126,8 @@ export class ImageProcessor {
   }
 
   /** Fails a job this worker holds, with its refund. */
-  private async fail(job: JobRow, reason: string, processingTimeMs: number | null): Promise<void> {
-    const settled = await this.deps.jobs.settleFailed(job.id, reason, { workerId: this.workerId, processingTimeMs });
+  private async fail(job: JobRow, failure: JobFailure, processingTimeMs: number | null): Promise<void> {
+    const settled = await this.deps.jobs.settleFailed(job.id, failure, { workerId: this.workerId, processingTimeMs });
     if (settled) await this.afterSettle(settled);
   }
 

@@ -1,5 +1,6 @@
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
+import { jobFailure } from "../errors/job-failure-codes";
 import type { Logger } from "../lib/logger";
 import type { JobRow, JobsStore } from "../stores/jobs.store";
 import type { RateLimitsStore } from "../stores/rate-limits.store";
@@ -35,7 +36,10 @@ export async function runMaintenance(deps: MaintenanceDependencies): Promise<voi
   }
 
   for (const jobId of await jobs.pendingCreatedBefore(new Date(now - config.jobTimeoutMs))) {
-    const failed = await jobs.settleFailed(jobId, `timed out: still pending after ${config.jobTimeoutMs} ms`);
+    const failed = await jobs.settleFailed(
+      jobId,
+      jobFailure("job_timeout", `timed out: still pending after ${config.jobTimeoutMs} ms`),
+    );
     if (failed) {
       logger.warn({ jobId }, "job timed out and was refunded");
       await deps.onSettled(failed);

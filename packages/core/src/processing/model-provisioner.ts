@@ -19,16 +19,17 @@ const RETRY_MAX_MS = 6 * 3_600_000;
 const BUSY_POLL_MS = 5_000;
 
 export interface ModelProvisionerDependencies {
-  config: Pick<Config, "backgroundModel" | "inpaintingModel" | "maxImagePixels" | "models">;
+  config: Pick<Config, "backgroundModel" | "inpaintingModel" | "maxImagePixels" | "models" | "generativeProvider">;
   logger: Logger;
 }
 
 /**
  * The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*,
- * RETOUCH_INPAINTING_MODEL*), for models given by path; catalog models are added once they are on disk.
+ * RETOUCH_INPAINTING_MODEL*, RETOUCH_GENERATIVE_*), for models given by path; catalog models are added once
+ * they are on disk.
  */
 export function imageEngineOptions(
-  config: Pick<Config, "maxImagePixels" | "backgroundModel" | "inpaintingModel">,
+  config: Pick<Config, "maxImagePixels" | "backgroundModel" | "inpaintingModel" | "generativeProvider">,
 ): EngineWorkerOptions {
   const model = config.backgroundModel;
   const inpainting = config.inpaintingModel;
@@ -36,7 +37,25 @@ export function imageEngineOptions(
     maxPixels: config.maxImagePixels,
     ...(model ? { backgroundModel: { path: model.path, kind: model.kind, inputSize: model.inputSize } } : {}),
     ...(inpainting ? { inpaintingModel: { path: inpainting.path, kind: inpainting.kind } } : {}),
+    // Plain data: copied into each engine thread, which builds its own provider (and breaker) from it.
+    ...(config.generativeProvider ? { generativeProvider: { ...config.generativeProvider } } : {}),
   };
+}
+
+/** "built-in catalog", or the catalog and where other generative prompts go, for the start-up log. */
+function generativeSummary(provider: Config["generativeProvider"]): string {
+  if (!provider) return "built-in catalog (no hosted provider)";
+  const model = provider.model ?? "its default model";
+  const where =
+    provider.provider === "openai-compatible" && provider.baseUrl ? ` at ${withoutCredentials(provider.baseUrl)}` : "";
+  return `built-in catalog, then ${provider.provider}${where} (${model})`;
+}
+
+function withoutCredentials(url: string): string {
+  const parsed = new URL(url);
+  parsed.username = "";
+  parsed.password = "";
+  return parsed.href;
 }
 
 /** The engine options for a catalog background model stored at `file`. */
@@ -250,6 +269,8 @@ export class ModelProvisioner {
           background: this.active.background,
           objectDetector: "CenterNet (built in)",
           inpainting: this.active.inpainting,
+          // The provider and model only: never its key.
+          generative: generativeSummary(config.generativeProvider),
         },
         modelsDir: path.resolve(config.models.dir),
       },

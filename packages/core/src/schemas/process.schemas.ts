@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { JOB_FAILURE_CODES, type JobFailureCode } from "../errors/job-failure-codes";
 
 /** Longest prompt (and negative prompt) accepted, in characters. */
 export const MAX_PROMPT_CHARS = 2000;
@@ -123,6 +124,12 @@ export const batchSubmissionOutput = z.object({
       job_id: z.string(),
       status: z.enum(["pending", "error"]),
       error: z.string().optional().describe("Why this item could not be started; it was not charged"),
+      error_code: z
+        .string()
+        .optional()
+        .describe(
+          "The request error code a single-image submission would have answered (`invalid_request`, `unsupported_instruction`, ...)",
+        ),
     }),
   ),
   credits_remaining: z.number().int(),
@@ -139,6 +146,27 @@ export const metadataShape = {
   credits_used: z.number().int().describe("Credits spent by the job (0 once refunded)"),
   credits_remaining: z.number().int().describe("Balance after the job"),
   processing_time_ms: z.number().int().nullable().describe("Milliseconds of processing"),
+  provider: z.string().optional().describe("The hosted image provider that made the edit; absent when the built-in engine did"),
+  model: z.string().optional().describe("The provider's model that made the edit (with `provider`)"),
+  upstream_latency_ms: z
+    .number()
+    .int()
+    .nullable()
+    .optional()
+    .describe("Milliseconds spent waiting on the provider, retries included (with `provider`)"),
+};
+
+/** Why a job failed, beside the spec's generic `error` (docs/errors.md lists the codes). */
+export const failureShape = {
+  error: z
+    .string()
+    .optional()
+    .describe('Present when status is "error": the spec\'s generic "Processing failed" (a batch item that never started: why)'),
+  error_code: z
+    .enum(Object.keys(JOB_FAILURE_CODES) as [JobFailureCode, ...JobFailureCode[]])
+    .optional()
+    .describe('Present when status is "error": why, as a stable code from the job failure table'),
+  error_message: z.string().optional().describe('Present when status is "error": why, in a sentence a person can act on'),
 };
 
 export const statusInputSchema = z
@@ -155,12 +183,12 @@ export const statusInputSchema = z
 export const jobStatusOutput = z.object({
   status: z.enum(["pending", "done", "error"]),
   ...z.object(metadataShape).partial().shape,
-  error: z.string().optional().describe('Present when status is "error"'),
+  ...failureShape,
 });
 
 export const batchStatusOutput = z.object({
   batch_id: z.string(),
-  jobs: z.array(z.object({ job_id: z.string(), status: z.enum(["pending", "done", "error"]) })),
+  jobs: z.array(z.object({ job_id: z.string(), status: z.enum(["pending", "done", "error"]), ...failureShape })),
 });
 
 export const statusOutput = z.union([jobStatusOutput, batchStatusOutput]);

@@ -1,17 +1,18 @@
 import type { Config } from "../config/env";
+import { isJobFailureCode, JOB_FAILURE_CODES, type PublicJobFailure } from "../errors/job-failure-codes";
 import { RetouchError } from "../errors/retouch-error";
 import type { UrlSigner } from "../lib/signed-urls";
 import type { ResultOutput } from "../schemas/process.schemas";
-import type { JobRow, JobsStore } from "../stores/jobs.store";
+import type { BatchJobRow, JobRow, JobsStore } from "../stores/jobs.store";
 import type { Principal } from "./principal";
 
-/** The spec's text for a failed job: internal reasons stay in the logs. */
+/** The spec's text for a failed job; why it failed is said beside it (`error_code`, `error_message`). */
 export const GENERIC_FAILURE = "Processing failed";
 /** The spec: signed result URLs are valid for 1 hour. */
 export const RESULT_URL_TTL_MS = 3_600_000;
 export const RESULT_PATH_PREFIX = "/files/results/";
 
-/** The spec's metadata block of a terminal job. */
+/** The spec's metadata block of a terminal job, and which hosted model made it when one did. */
 export function metadataOf(job: JobRow) {
   const done = job.status === "done";
   return {
@@ -21,12 +22,25 @@ export function metadataOf(job: JobRow) {
     credits_used: job.credits_used,
     credits_remaining: job.credits_remaining ?? 0,
     processing_time_ms: job.processing_time_ms,
+    ...(job.provider !== null
+      ? { provider: job.provider, model: job.provider_model ?? "", upstream_latency_ms: job.upstream_latency_ms }
+      : {}),
   };
 }
 
-/** What a client may read of a failed job: its own input problem, or the generic text. */
-export function failureMessage(job: JobRow): string {
-  return job.rejection ?? GENERIC_FAILURE;
+/**
+ * What a client reads of a failed job: the spec's generic text (or, for a
+ * batch item that never started, its own input problem), the failure code and
+ * a sentence saying why. A batch item refused at submission was never settled,
+ * so it has no code of its own: it is `not_started`.
+ */
+export function failureOf(job: Pick<BatchJobRow, "error_code" | "error_message" | "rejection">): PublicJobFailure {
+  const code = isJobFailureCode(job.error_code) ? job.error_code : job.rejection !== null ? "not_started" : "internal_error";
+  return {
+    error: job.rejection ?? GENERIC_FAILURE,
+    error_code: code,
+    error_message: job.error_message ?? job.rejection ?? JOB_FAILURE_CODES[code].message,
+  };
 }
 
 export class JobsService {
@@ -42,21 +56,29 @@ export class JobsService {
     return {
       status: job.status,
       ...metadataOf(job),
-      ...(job.status === "error" ? { error: failureMessage(job) } : {}),
+      ...(job.status === "error" ? failureOf(job) : {}),
     };
   }
 
   async batchStatus(principal: Principal, batchId: string) {
     const jobs = await this.store.batchForUser(principal.userId, batchId);
     if (!jobs) throw new RetouchError("not_found", `No batch ${batchId}.`);
-    return { batch_id: batchId, jobs: jobs.map((job) => ({ job_id: job.id, status: job.status })) };
+    return {
+      batch_id: batchId,
+      jobs: jobs.map((job) => ({ job_id: job.id, status: job.status, ...(job.status === "error" ? failureOf(job) : {}) })),
+    };
   }
 
   async result(principal: Principal, jobId: string): Promise<ResultOutput> {
     const job = await this.ownJob(principal, jobId);
     if (job.status === "pending") return { job_id: jobId, status: "pending" };
-    if (job.status === "error")
-      throw new RetouchError("job_failed", `Job ${jobId} failed: ${failureMessage(job)}. Its credit was refunded.`);
+    if (job.status === "error") {
+      const failure = failureOf(job);
+      const refund = failure.error_code === "not_started" ? "" : " Its credit was refunded.";
+      throw new RetouchError("job_failed", `Job ${jobId} failed (${failure.error_code}): ${failure.error_message}${refund}`, {
+        failure,
+      });
+    }
     if (!job.result_blob || !job.result_format) {
       throw new RetouchError("not_found", `The result of job ${jobId} has expired and was deleted.`);
     }

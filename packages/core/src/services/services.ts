@@ -17,6 +17,7 @@ import { WebhookDeliveriesStore } from "../stores/webhook-deliveries.store";
 import { AccountsService } from "./accounts.service";
 import { AdminService } from "./admin.service";
 import { ApiKeysService } from "./api-keys.service";
+import { CapabilitiesService } from "./capabilities.service";
 import { JobsService } from "./jobs.service";
 import { ProfilesService } from "./profiles.service";
 import { SubmissionsService } from "./submissions.service";
@@ -102,6 +103,7 @@ export function createServices(deps: ServiceDependencies) {
     webhooks,
     accounts: new AccountsService({ auth, profiles, rateLimits: stores.rateLimits, config, logger }),
     apiKeys: new ApiKeysService(stores.apiKeys),
+    capabilities: new CapabilitiesService(config),
   };
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { EngineError, inspectImage, routePrompt } from "@retouch/engine";
+import { EngineError, inspectImage, planEdit } from "@retouch/engine";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import { PLAN_LIMITS } from "../config/plans";
@@ -45,7 +45,10 @@ interface RejectedItem {
 export interface SubmissionsDependencies {
   jobs: JobsStore;
   blobs: BlobStore;
-  config: Pick<Config, "maxImageBytes" | "maxImagePixels" | "maxRequestBytes" | "webhookAllowInsecure" | "imageFetchTimeoutMs">;
+  config: Pick<
+    Config,
+    "maxImageBytes" | "maxImagePixels" | "maxRequestBytes" | "webhookAllowInsecure" | "imageFetchTimeoutMs" | "generativeProvider"
+  >;
   logger: Logger;
   /** The queue's job name and NOTIFY channel: a submission queues its jobs in its own transaction. */
   queue: { jobName: string; channel: string };
@@ -185,7 +188,7 @@ export class SubmissionsService {
               batch_id: batchId,
               jobs: checked.map((item) =>
                 "error" in item
-                  ? { job_id: item.jobId, status: "error", error: item.error }
+                  ? { job_id: item.jobId, status: "error", error: item.error, error_code: item.code }
                   : { job_id: item.jobId, status: "pending" },
               ),
             }
@@ -243,11 +246,12 @@ export class SubmissionsService {
         if (!verdict.ok) throw new RetouchError("invalid_request", `webhook_url: ${verdict.reason}`);
       }
       const hasMask = input.mask !== undefined || input.mask_url !== undefined;
-      const route = routePrompt({
-        prompt: input.prompt,
-        ...(input.detect !== undefined ? { detect: input.detect } : {}),
-        hasMask,
-      });
+      // A prompt nobody here can carry out is refused now, before any money moves (no job, no charge).
+      const plan = planEdit(
+        { prompt: input.prompt, ...(input.detect !== undefined ? { detect: input.detect } : {}), hasMask },
+        { provider: this.deps.config.generativeProvider !== undefined },
+      );
+      if (!plan.ok) throw new RetouchError("unsupported_instruction", plan.message);
       const image =
         input.image !== undefined
           ? this.images.decodeBase64(input.image, "image")
@@ -264,8 +268,8 @@ export class SubmissionsService {
         if (maskInfo.format !== "png")
           throw new RetouchError("invalid_request", `${field}: must be a PNG (got ${maskInfo.format})`);
       }
-      const outputFormat: ImageFormat = route.workflow === "background_removal" ? "png" : (input.format ?? "jpeg");
-      return { index, jobId, input, image, mask, workflow: route.workflow, outputFormat, width: info.width, height: info.height };
+      const outputFormat: ImageFormat = plan.workflow === "background_removal" ? "png" : (input.format ?? "jpeg");
+      return { index, jobId, input, image, mask, workflow: plan.workflow, outputFormat, width: info.width, height: info.height };
     } catch (error) {
       if (error instanceof RetouchError && !(error instanceof RequestLevelError)) {
         return { index, jobId, input, error: error.message, code: error.code };

@@ -4,7 +4,7 @@ import { OutboundRefusedError, postJson } from "../lib/outbound-http";
 import { standardWebhooksSecret, webhookHeaders } from "../lib/webhook-signature";
 import type { JobRow, JobsStore } from "../stores/jobs.store";
 import type { DeliveryRow, WebhookDeliveriesStore } from "../stores/webhook-deliveries.store";
-import { failureMessage, type JobsService, metadataOf } from "./jobs.service";
+import { failureOf, type JobsService, metadataOf } from "./jobs.service";
 import type { Principal } from "./principal";
 import type { ProfilesService } from "./profiles.service";
 
@@ -107,11 +107,11 @@ export class WebhooksService {
     if (recorded && nextAttemptAt) await this.deps.scheduleDelivery(delivery.id, nextAttemptAt);
   }
 
-  /** The spec's callback body. */
+  /** The spec's callback body; a failed job's also says why (`error_code`, `error_message`) beside the spec's `error`. */
   callbackBody(job: JobRow): Record<string, unknown> {
     const base = { job_id: job.id, status: job.status, ...metadataOf(job) };
     if (job.status === "done" && job.result_format) return { ...base, result_url: this.deps.jobsService.resultUrl(job).url };
-    return { ...base, error: failureMessage(job) };
+    return { ...base, ...failureOf(job) };
   }
 
   async list(principal: Principal, limit: number): Promise<DeliveryListing[]> {

@@ -1,9 +1,11 @@
 import { type Kysely, type Selectable, sql } from "kysely";
 import type { Database, ImageFormat, JobTable, JobWorkflow } from "../db/schema";
+import type { JobFailure } from "../errors/job-failure-codes";
 import type { ProfilesStore } from "./profiles.store";
 import type { WebhookDeliveriesStore } from "./webhook-deliveries.store";
 
 export type JobRow = Selectable<JobTable>;
+export type BatchJobRow = Pick<JobRow, "id" | "status" | "error_code" | "error_message" | "rejection">;
 
 /** A job row a submission writes: pending (charged 1 credit) or, for a batch item that could not start, error. */
 export interface NewJob {
@@ -65,6 +67,8 @@ export interface DoneResult {
   height: number;
   processingTimeMs: number;
   resultExpiresAt: Date;
+  /** Which hosted model made the edit, when one did. */
+  provider?: { name: string; model: string; latencyMs: number };
 }
 
 export class JobsStore {
@@ -164,7 +168,8 @@ export class JobsStore {
     return this.db.selectFrom("jobs").selectAll().where("id", "=", jobId).executeTakeFirst();
   }
 
-  async batchForUser(userId: string, batchId: string): Promise<Array<{ id: string; status: JobRow["status"] }> | undefined> {
+  /** A batch's jobs in order, with what a failed one says; undefined when the account has no such batch. */
+  async batchForUser(userId: string, batchId: string): Promise<BatchJobRow[] | undefined> {
     const batch = await this.db
       .selectFrom("batches")
       .select("id")
@@ -172,7 +177,12 @@ export class JobsStore {
       .where("user_id", "=", userId)
       .executeTakeFirst();
     if (!batch) return undefined;
-    return this.db.selectFrom("jobs").select(["id", "status"]).where("batch_id", "=", batchId).orderBy("batch_index").execute();
+    return this.db
+      .selectFrom("jobs")
+      .select(["id", "status", "error_code", "error_message", "rejection"])
+      .where("batch_id", "=", batchId)
+      .orderBy("batch_index")
+      .execute();
   }
 
   /**
@@ -221,6 +231,9 @@ export class JobsStore {
           height: result.height,
           processing_time_ms: result.processingTimeMs,
           result_expires_at: result.resultExpiresAt,
+          provider: result.provider?.name ?? null,
+          provider_model: result.provider?.model ?? null,
+          upstream_latency_ms: result.provider ? Math.round(result.provider.latencyMs) : null,
           finished_at: new Date(),
           claimed_by: null,
           claimed_until: null,
@@ -238,13 +251,14 @@ export class JobsStore {
   }
 
   /**
-   * Marks the job failed, refunds its credit and creates its webhook delivery, in one transaction. Only a
+   * Marks the job failed with its failure code, message and internal reason,
+   * refunds its credit and creates its webhook delivery, in one transaction. Only a
    * pending job changes (and, with `workerId`, only while that worker holds
    * it); the ledger's unique index makes a second refund impossible anyway.
    */
   async settleFailed(
     jobId: string,
-    reason: string,
+    failure: JobFailure,
     options: { workerId?: string; processingTimeMs?: number | null } = {},
   ): Promise<JobRow | undefined> {
     return this.db.transaction().execute(async (trx) => {
@@ -260,7 +274,9 @@ export class JobsStore {
         .updateTable("jobs")
         .set({
           status: "error",
-          error_reason: reason,
+          error_reason: failure.reason,
+          error_code: failure.code,
+          error_message: failure.message,
           processing_time_ms: options.processingTimeMs ?? null,
           finished_at: new Date(),
           claimed_by: null,

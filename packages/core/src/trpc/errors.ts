@@ -23,13 +23,17 @@ export function trpcCodeFor(error: RetouchError): TRPC_ERROR_CODE_KEY {
   return trpcCodeByStatus[error.status] ?? "INTERNAL_SERVER_ERROR";
 }
 
-/** `error.data` of a tRPC error: the domain code and status (and `Retry-After` seconds) beside tRPC's own fields. */
+/**
+ * `error.data` of a tRPC error: the domain code and status (and `Retry-After`
+ * seconds, invalid fields, or why a job failed) beside tRPC's own fields.
+ */
 export function trpcErrorData(domain: RetouchError, path: string | undefined) {
   return {
     code: domain.code,
     httpStatus: domain.status,
     ...(domain.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: domain.retryAfterSeconds }),
     ...(domain.issues ? { issues: domain.issues } : {}),
+    ...(domain.failure ? { failure: domain.failure } : {}),
     path,
   };
 }

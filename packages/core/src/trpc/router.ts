@@ -1,4 +1,5 @@
 import { createKey } from "./procedures/create-key.procedure";
+import { getCapabilities } from "./procedures/get-capabilities.procedure";
 import { getProcessResult } from "./procedures/get-process-result.procedure";
 import { getProcessStatus } from "./procedures/get-process-status.procedure";
 import { getWebhookSecret } from "./procedures/get-webhook-secret.procedure";
@@ -17,6 +18,7 @@ export const appRouter = router({
   keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
   process: router({ submit: submitProcess, status: getProcessStatus, result: getProcessResult }),
   webhooks: router({ secret: getWebhookSecret, deliveries: listWebhookDeliveries }),
+  service: router({ capabilities: getCapabilities }),
 });
 
 export type AppRouter = typeof appRouter;

@@ -77,7 +77,9 @@ Retouch edits an existing image; it cannot generate one from nothing. The prompt
 2. \`GET ${base}/api/process/status?job_id=...\` every 2-5 seconds until \`status\` is \`done\` or \`error\`.
 3. \`GET ${base}/api/process/result?job_id=...\` → \`{"url", "format", "width", "height", ...}\`; download \`url\` with a plain GET within the hour.
 
-Errors are \`{"code", "message"}\`: \`email_unverified\` (verify the email first), \`insufficient_credits\` (402), \`rate_limited\` and \`too_many_in_flight\` (429, honour \`Retry-After\`), \`invalid_request\` (400, the message names the field).
+What this server can do (its built-in instructions with examples, the objects it finds without a mask, its generative provider if any): \`GET ${base}/api/capabilities\`, no key needed.
+
+Errors are \`{"code", "message"}\`: \`email_unverified\` (verify the email first), \`insufficient_credits\` (402), \`rate_limited\` and \`too_many_in_flight\` (429, honour \`Retry-After\`), \`invalid_request\` (400, the message names the field), \`unsupported_instruction\` (400, nothing charged: the server cannot carry out the prompt; the message says what it can). A failed job's status carries \`error_code\` and \`error_message\`.
 
 ## For agents (MCP)
 
@@ -150,20 +152,25 @@ A tool error's text is JSON \`{"code", "message"}\`.
 - Anything else is an adjustment: "make it black and white", "a lot brighter",
   "more contrast", "warmer", "crop to square", "rotate 90 degrees", "resize to 800 wide",
   "add a 20px white border", "put it on a white background", "blur the background".
-  Several instructions in one prompt apply in order. An instruction the engine cannot
-  carry out fails the job (refunded).
+  Several instructions in one prompt apply in order. "blur the faces", and a cut-out
+  "with a drop shadow" or "with a white outline", are built in too.
+- Semantic edits ("make it a watercolour", "add snow", "replace the sky") need the
+  server's generative provider: \`GET ${base}/api/capabilities\` says whether it has one.
+  A prompt the server cannot carry out whole is refused at once (400
+  \`unsupported_instruction\`, nothing charged), never half done.
 
 ## When something goes wrong
 
 | code | what to do |
 |---|---|
 | \`invalid_request\` (400) | fix the field the message names; do not retry unchanged |
+| \`unsupported_instruction\` (400) | the server cannot do this prompt (nothing charged); rephrase with what the message or \`/api/capabilities\` lists |
 | \`email_unverified\` (403) | the account owner must open the verification email |
 | \`insufficient_credits\` (402) | the balance is empty; tell the user |
 | \`rate_limited\` (429) | wait the \`Retry-After\` seconds, then retry with the same idempotency key |
 | \`too_many_in_flight\` (429) | wait for running jobs to finish, then retry |
 | \`image_fetch_failed\` (502) | the host of \`image_url\` failed; nothing was charged; retry later with the same idempotency key |
-| \`job_failed\` (500, on the result) | the edit could not be done; the credit was refunded; rephrase or send a mask |
+| \`job_failed\` (500, on the result) | the edit could not be done; the credit was refunded; \`error_code\` and \`error_message\` say why (rephrase, send a mask, or retry later for \`upstream_failed\`) |
 `;
 }
 

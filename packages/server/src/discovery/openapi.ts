@@ -3,6 +3,7 @@ import {
   type Config,
   ERROR_CODES,
   type ErrorCode,
+  JOB_FAILURE_CODES,
   MAX_BATCH_SIZE,
   type ProcedureMeta,
   processItemSchema,
@@ -39,6 +40,13 @@ const errorSchema: Json = {
         properties: { path: { type: "string" }, message: { type: "string" } },
       },
     },
+    error: { type: "string", description: 'With `job_failed`: the spec\'s generic text, "Processing failed"' },
+    error_code: {
+      type: "string",
+      enum: Object.keys(JOB_FAILURE_CODES),
+      description: "With `job_failed`: why the job failed, as its status says it (a job failure code)",
+    },
+    error_message: { type: "string", description: "With `job_failed`: why the job failed, in a sentence a person can act on" },
   },
 };
 
@@ -61,6 +69,19 @@ const STATUS_TEXT: Record<number, string> = {
   503: "Too many large requests in flight; retry after Retry-After",
 };
 
+/** An error body as the service writes it; a failed job's says why it failed. */
+function exampleBody(code: ErrorCode): Json {
+  if (code !== "job_failed") return { code, message: ERROR_CODES[code].message };
+  const why = JOB_FAILURE_CODES.nothing_detected.message;
+  return {
+    code,
+    message: `Job job_01jz8q5n7d3k2m4p6r8t0v2x4y failed (nothing_detected): ${why} Its credit was refunded.`,
+    error: "Processing failed",
+    error_code: "nothing_detected",
+    error_message: why,
+  };
+}
+
 function errorResponses(codes: ErrorCode[]): Record<string, Json> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of codes) {
@@ -78,9 +99,7 @@ function errorResponses(codes: ErrorCode[]): Record<string, Json> {
           content: {
             "application/json": {
               schema: { $ref: ERROR_SCHEMA },
-              examples: Object.fromEntries(
-                statusCodes.map((code) => [code, { value: { code, message: ERROR_CODES[code].message } }]),
-              ),
+              examples: Object.fromEntries(statusCodes.map((code) => [code, { value: exampleBody(code) }])),
             },
           },
         },

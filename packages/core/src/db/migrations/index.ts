@@ -5,6 +5,7 @@ import * as queue from "./0003-queue.migration";
 import * as webhooks from "./0004-webhooks.migration";
 import * as rateLimitEvents from "./0005-rate-limit-events.migration";
 import * as submitFunction from "./0006-submit-function.migration";
+import * as jobFailures from "./0007-job-failures.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   "0004-webhooks": webhooks,
   "0005-rate-limit-events": rateLimitEvents,
   "0006-submit-function": submitFunction,
+  "0007-job-failures": jobFailures,
 };

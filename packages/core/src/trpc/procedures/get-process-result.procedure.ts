@@ -12,12 +12,12 @@ export const getProcessResult = apiKeyProcedure
       tags: ["Jobs"],
       summary: "Result of a job",
       description:
-        "A signed `url` to the image (valid for 1 hour) and the metadata block. 202 while the job is still processing, 500 if it failed.",
+        "A signed `url` to the image (valid for 1 hour) and the metadata block. 202 while the job is still processing, 500 `job_failed` if it failed, with `error_code` and `error_message` saying why.",
     },
     mcp: {
       name: "get_job_result",
       description:
-        'The finished image of a job: a signed download url (plain HTTPS GET, no credentials, valid for 1 hour) and its metadata. Answers status "pending" while the job is still running; a failed job is a tool error (its credit was refunded).',
+        'The finished image of a job: a signed download url (plain HTTPS GET, no credentials, valid for 1 hour) and its metadata. Answers status "pending" while the job is still running; a failed job is a tool error whose error_code and error_message say why (its credit was refunded).',
     },
   })
   .input(resultInputSchema)

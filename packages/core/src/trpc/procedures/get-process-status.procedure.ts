@@ -10,12 +10,12 @@ export const getProcessStatus = apiKeyProcedure
       tags: ["Jobs"],
       summary: "Status of a job or a batch",
       description:
-        "Send exactly one of `job_id` and `batch_id`. A terminal job carries the metadata block. Poll every 2 to 5 seconds.",
+        "Send exactly one of `job_id` and `batch_id`. A terminal job carries the metadata block; a failed one (alone or in a batch) also `error_code` and `error_message`, saying why. Poll every 2 to 5 seconds.",
     },
     mcp: {
       name: "get_job_status",
       description:
-        'The status of a job started by edit_image: "pending", "done" or "error", with width, height, format, credits used and remaining, and processing time once it is finished. Poll every 2-5 s until it is not "pending".',
+        'The status of a job started by edit_image: "pending", "done" or "error", with width, height, format, credits used and remaining, and processing time once it is finished; a failed job also says why in error_code and error_message. Poll every 2-5 s until it is not "pending".',
       input: resultInputSchema,
       output: jobStatusOutput,
     },

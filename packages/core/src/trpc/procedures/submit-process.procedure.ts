@@ -6,6 +6,7 @@ export const submitProcess = apiKeyProcedure
     imageBody: true,
     errors: [
       "invalid_request",
+      "unsupported_instruction",
       "batch_exceeds_plan_limit",
       "insufficient_credits",
       "email_unverified",
@@ -21,7 +22,7 @@ export const submitProcess = apiKeyProcedure
       tags: ["Jobs"],
       summary: "Submit an edit (one image or a batch)",
       description:
-        "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely. Each image comes as base64 (`image`) or as a public https: URL the service fetches now (`image_url`); a fetch the host fails answers 502 `image_fetch_failed`, charges nothing, and can be retried with the same key.",
+        "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely. Each image comes as base64 (`image`) or as a public https: URL the service fetches now (`image_url`); a fetch the host fails answers 502 `image_fetch_failed`, charges nothing, and can be retried with the same key. A prompt this server cannot carry out (GET /api/capabilities says what it can) answers 400 `unsupported_instruction` at once: no job, no charge.",
     },
     mcp: {
       name: "edit_image",

@@ -1,0 +1,49 @@
+import { z } from "zod";
+
+export const capabilitiesInput = z.object({}).optional();
+
+const instruction = z.object({
+  name: z.string().describe("What the instruction does"),
+  examples: z.array(z.string()).describe("Prompts that ask for it"),
+});
+
+export const capabilitiesOutput = z.object({
+  workflows: z
+    .array(
+      z.object({
+        name: z.enum(["background_removal", "object_removal", "generative_edit"]),
+        description: z.string(),
+        examples: z.array(z.string()),
+      }),
+    )
+    .describe("The spec's three workflows, as this server runs them"),
+  instructions: z
+    .array(instruction)
+    .describe("Deterministic edits the built-in engine makes (free of any provider, exact); clauses combine in order"),
+  detectable_objects: z
+    .array(z.string())
+    .describe("What object removal finds without a mask; anything else needs a mask (or a generative provider)"),
+  generative_provider: z
+    .object({ name: z.string(), model: z.string() })
+    .nullable()
+    .describe(
+      "The hosted model that takes every other instruction; null: such prompts are refused with 400 unsupported_instruction",
+    ),
+  models: z.object({
+    background: z
+      .object({
+        name: z.string().describe("Catalog name or file of the learned model configured for background removal"),
+        installed: z.boolean().describe("False while it is being fetched: the classical segmenter answers meanwhile"),
+      })
+      .nullable()
+      .describe("null: the classical segmenter only (it refuses pictures it would cut out badly)"),
+  }),
+  limits: z.object({
+    max_image_bytes: z.number().int(),
+    max_image_pixels: z.number().int(),
+    input_formats: z.array(z.string()),
+    output_formats: z.array(z.string()),
+  }),
+});
+
+export type CapabilitiesOutput = z.infer<typeof capabilitiesOutput>;

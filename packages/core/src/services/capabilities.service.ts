@@ -1,0 +1,64 @@
+import { CATALOG, COCO_LABELS, createGenerativeProvider, ModelLibrary } from "@retouch/engine";
+import type { Config } from "../config/env";
+import type { CapabilitiesOutput } from "../schemas/capabilities.schemas";
+
+type CapabilitiesConfig = Pick<Config, "generativeProvider" | "backgroundModel" | "models" | "maxImageBytes" | "maxImagePixels">;
+
+/** What this server can do: the answer to GET /api/capabilities, and the list a refusal points to. */
+export class CapabilitiesService {
+  private readonly library: ModelLibrary;
+  /** The adapter's name and model (its default when none is set); no call is made and no SDK loaded. */
+  private readonly provider: { name: string; model: string } | null;
+
+  constructor(private readonly config: CapabilitiesConfig) {
+    const { models } = config;
+    this.library = new ModelLibrary({ dir: models.dir, catalog: models.catalog, mirror: models.mirror });
+    const adapter = config.generativeProvider ? createGenerativeProvider(config.generativeProvider) : undefined;
+    this.provider = adapter ? { name: adapter.name, model: adapter.model } : null;
+  }
+
+  async describe(): Promise<CapabilitiesOutput> {
+    const { config } = this;
+    const { provider } = this;
+    return {
+      workflows: [
+        {
+          name: "background_removal",
+          description: "A transparent cut-out of the main subject (always PNG).",
+          examples: ["remove the background", "make the background transparent"],
+        },
+        {
+          name: "object_removal",
+          description:
+            "Finds the named objects (or takes a mask) and fills them from their surroundings; `detect` names the objects explicitly.",
+          examples: ["remove the person on the left", "erase the cars", "remove this (with a mask)"],
+        },
+        {
+          name: "generative_edit",
+          description: provider
+            ? `Every other instruction: the built-in edits below, and anything else through ${provider.name} (${provider.model}).`
+            : "The built-in edits below; other instructions need a generative provider (none is configured).",
+          examples: CATALOG.slice(0, 4).map((entry) => entry.examples[0] ?? entry.name),
+        },
+      ],
+      instructions: CATALOG.map((entry) => ({ name: entry.name, examples: [...entry.examples] })),
+      detectable_objects: [...COCO_LABELS],
+      generative_provider: provider,
+      models: { background: await this.backgroundModel() },
+      limits: {
+        max_image_bytes: config.maxImageBytes,
+        max_image_pixels: config.maxImagePixels,
+        input_formats: ["jpeg", "png", "webp"],
+        output_formats: ["jpeg", "png", "webp"],
+      },
+    };
+  }
+
+  private async backgroundModel(): Promise<CapabilitiesOutput["models"]["background"]> {
+    const { backgroundModel, models } = this.config;
+    if (backgroundModel) return { name: backgroundModel.path, installed: true };
+    if (!models.background) return null;
+    const status = await this.library.status(models.background);
+    return { name: models.background, installed: status.state === "installed" };
+  }
+}
