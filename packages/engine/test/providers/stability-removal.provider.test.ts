@@ -5,7 +5,11 @@ import { describe, expect, it } from "vitest";
 import { createImageEngine } from "../../src/engine";
 import type { ProviderRecord, RgbaImage, WorkContext } from "../../src/engine.ports";
 import { sizeWithin } from "../../src/providers/provider-images";
-import { createBackgroundProvider, createObjectRemovalProvider } from "../../src/providers/removal-providers";
+import {
+  type BackgroundProviderOptions,
+  createBackgroundProvider,
+  createObjectRemovalProvider,
+} from "../../src/providers/removal-providers";
 import {
   answerPng,
   failureOf,
@@ -33,7 +37,7 @@ const REMOVE_BACKGROUND = "https://api.stability.ai/v2beta/stable-image/edit/rem
 const ERASE = "https://api.stability.ai/v2beta/stable-image/edit/erase";
 const server = mswServer();
 
-const options = { provider: "stability", apiKey: KEY, timeoutMs: 5_000, maxRetries: 2 } as const;
+const options: BackgroundProviderOptions = { provider: "stability", apiKey: KEY, timeoutMs: 5_000, maxRetries: 2 };
 const background = (overrides: Partial<typeof options> = {}) => createBackgroundProvider({ ...options, ...overrides }, TUNING);
 const eraser = (overrides: Partial<typeof options> = {}) => createObjectRemovalProvider({ ...options, ...overrides }, TUNING);
 
