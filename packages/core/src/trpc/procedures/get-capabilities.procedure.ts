@@ -6,6 +6,7 @@ export const getCapabilities = publicProcedure
     openapi: {
       method: "GET",
       path: "/api/capabilities",
+      protect: false,
       tags: ["Service"],
       summary: "What this server can do",
       description:
