@@ -192,6 +192,50 @@ describe("parseConfig: learned inpainting", () => {
   });
 });
 
+describe("parseConfig: vendors behind the removal ports", () => {
+  const KEY = "sk-stability-test-0123456789abcdef";
+
+  it("is off by default: background and object removal stay built in", () => {
+    const config = parseConfig({ RETOUCH_STABILITY_API_KEY: KEY });
+    expect(config.backgroundProvider).toBeUndefined();
+    expect(config.objectRemovalProvider).toBeUndefined();
+    const options = imageEngineOptions(config);
+    expect(options).not.toHaveProperty("backgroundProvider");
+    expect(options).not.toHaveProperty("objectRemovalProvider");
+  });
+
+  it("takes stability for either, with the key and the upstream time limit, and passes them to the engine threads as plain data", () => {
+    const config = parseConfig({
+      RETOUCH_BACKGROUND_PROVIDER: "stability",
+      RETOUCH_OBJECT_REMOVAL_PROVIDER: "stability",
+      RETOUCH_STABILITY_API_KEY: KEY,
+      RETOUCH_GENERATIVE_TIMEOUT: "45s",
+    });
+    const expected = { provider: "stability", apiKey: KEY, timeoutMs: 45_000 };
+    expect(config.backgroundProvider).toEqual(expected);
+    expect(config.objectRemovalProvider).toEqual(expected);
+    // Independent of the generative provider, which stays none here.
+    expect(config.generativeProvider).toBeUndefined();
+    const options = imageEngineOptions(config);
+    expect(options).toMatchObject({ backgroundProvider: expected, objectRemovalProvider: expected });
+    // Copies, so that the options can cross into a thread: structuredClone is what postMessage does.
+    expect(structuredClone(options)).toEqual(options);
+    expect(options.backgroundProvider).not.toBe(config.backgroundProvider);
+  });
+
+  it("fails at start without the key, naming the variable, and refuses a vendor it does not know", () => {
+    expect(problemsOf({ RETOUCH_BACKGROUND_PROVIDER: "stability" })).toBe(
+      "RETOUCH_STABILITY_API_KEY: required when RETOUCH_BACKGROUND_PROVIDER is stability",
+    );
+    expect(problemsOf({ RETOUCH_OBJECT_REMOVAL_PROVIDER: "stability" })).toBe(
+      "RETOUCH_STABILITY_API_KEY: required when RETOUCH_OBJECT_REMOVAL_PROVIDER is stability",
+    );
+    expect(problemsOf({ RETOUCH_BACKGROUND_PROVIDER: "openai", RETOUCH_OPENAI_API_KEY: KEY })).toBe(
+      'RETOUCH_BACKGROUND_PROVIDER: Invalid option: expected one of "none"|"stability"',
+    );
+  });
+});
+
 describe("parseDuration", () => {
   it.each([
     ["30s", 30_000],

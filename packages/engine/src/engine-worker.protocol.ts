@@ -12,7 +12,13 @@ import type { OnnxModelSpec } from "./onnx-runner";
 /** Options of the engine in each thread: plain data only, since they are copied into it (no port implementations). */
 export type EngineWorkerOptions = Pick<
   ImageEngineOptions,
-  "maxPixels" | "backgroundModel" | "backgroundModelPath" | "inpaintingModel" | "generativeProvider"
+  | "maxPixels"
+  | "backgroundModel"
+  | "backgroundModelPath"
+  | "inpaintingModel"
+  | "generativeProvider"
+  | "backgroundProvider"
+  | "objectRemovalProvider"
 >;
 
 /** What crosses the thread boundary: plain data, the bytes as transferable arrays. */

@@ -75,6 +75,8 @@ export interface GreyImage {
 /** What every workflow receives besides its pixels. */
 export interface WorkContext {
   signal?: AbortSignal;
+  /** A hosted port (background or object removal by a vendor) reports here that it made part of the edit. */
+  recordProvider?: (record: ProviderRecord) => void;
 }
 
 export interface BackgroundRemover {

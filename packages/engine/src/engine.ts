@@ -14,6 +14,7 @@ import type {
   ImageEngine,
   Inpainter,
   ObjectDetector,
+  ObjectRemovalTask,
   ObjectRemover,
   OutputFormat,
   ProviderRecord,
@@ -34,6 +35,12 @@ import { PatchMatchInpainter } from "./patch-inpainter";
 import type { PromptRoute } from "./prompt-router";
 import type { GenerativeProvider, GenerativeProviderOptions } from "./providers/generative-provider";
 import { createGenerativeProvider } from "./providers/generative-providers";
+import {
+  type BackgroundProviderOptions,
+  createBackgroundProvider,
+  createObjectRemovalProvider,
+  type ObjectRemovalProviderOptions,
+} from "./providers/removal-providers";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -65,6 +72,10 @@ export interface ImageEngineOptions {
   maxPixels?: number;
   /** The hosted provider for generative edits the built-in catalog cannot make; none by default. */
   generativeProvider?: GenerativeProviderOptions;
+  /** A vendor's background removal instead of the built-in model or segmenter (cut-outs in catalog steps too); none by default. */
+  backgroundProvider?: BackgroundProviderOptions;
+  /** A vendor's object removal for masked removals; unmasked ones stay on the built-in detector and inpainter. None by default. */
+  objectRemovalProvider?: ObjectRemovalProviderOptions;
   /** Replace a workflow: a hosted provider implements the same port. */
   backgroundRemover?: BackgroundRemover;
   objectRemover?: ObjectRemover;
@@ -105,7 +116,9 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
         runner: options.onnxRunner,
       })
     : undefined;
-  const backgroundRemover = options.backgroundRemover ?? onnxRemover ?? new ClassicalBackgroundRemover();
+  const hostedBackground =
+    options.backgroundProvider && !options.backgroundRemover ? createBackgroundProvider(options.backgroundProvider) : undefined;
+  const backgroundRemover = options.backgroundRemover ?? hostedBackground ?? onnxRemover ?? new ClassicalBackgroundRemover();
   const detector = options.detector ?? new HumanObjectDetector();
   const earlyDetector =
     !options.objectRemover && detector.inputSize ? new EarlyDetector(detector, detector.inputSize) : undefined;
@@ -118,11 +131,14 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
           runner: options.onnxRunner,
         })
       : undefined;
-  const objectRemover =
+  const builtInRemover =
     options.objectRemover ??
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
       segmenter: onnxRemover,
     });
+  const objectRemover = options.objectRemovalProvider
+    ? new MaskedByProvider(createObjectRemovalProvider(options.objectRemovalProvider), builtInRemover)
+    : builtInRemover;
   // The catalog's deterministic steps always run here, whichever generative editor is configured.
   const catalogEditor = new SharpCatalogEditor(backgroundRemover, options.faceDetector);
   const generativeEditor = options.generativeEditor ?? catalogEditor;
@@ -141,6 +157,22 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     collectGarbage: options.collectGarbage,
     provider: options.generativeProvider ? createGenerativeProvider(options.generativeProvider) : undefined,
   });
+}
+
+/**
+ * A vendor's object removal works from a mask; a removal without one ("remove
+ * the person") needs the built-in detector to find the object, and the
+ * built-in inpainter fills what it found.
+ */
+class MaskedByProvider implements ObjectRemover {
+  constructor(
+    private readonly vendor: ObjectRemover,
+    private readonly builtIn: ObjectRemover,
+  ) {}
+
+  removeObjects(task: ObjectRemovalTask, context: WorkContext): Promise<RgbaImage> {
+    return (task.mask ? this.vendor : this.builtIn).removeObjects(task, context);
+  }
 }
 
 /**
@@ -265,7 +297,15 @@ class BuiltInImageEngine implements ImageEngine {
   /** Decodes and runs the workflow: the picture to encode and its format. */
   private async produce(request: EditRequest, route: PromptRoute): Promise<Produced> {
     const { signal } = request;
-    const context = { signal };
+    // A hosted background or object remover that made part of the edit says so here, for the result's record.
+    const made: { provider?: ProviderRecord } = {};
+    const context: WorkContext = {
+      signal,
+      recordProvider: (record) => {
+        // Two calls in one edit (a cut-out, then a blurred background): one record, the waits added.
+        made.provider = made.provider ? { ...record, latencyMs: made.provider.latencyMs + record.latencyMs } : record;
+      },
+    };
     const { maxPixels, earlyDetector } = this.parts;
     const detectFirst =
       earlyDetector !== undefined &&
@@ -316,7 +356,7 @@ class BuiltInImageEngine implements ImageEngine {
         format = request.format ?? "jpeg";
         break;
     }
-    return { output, format };
+    return { output, format, ...(made.provider ? { provider: made.provider } : {}) };
   }
 
   /**

@@ -118,4 +118,14 @@ export {
   type ProviderEditTask,
 } from "./providers/generative-provider";
 export { createGenerativeProvider } from "./providers/generative-providers";
+export {
+  BACKGROUND_PROVIDERS,
+  type BackgroundProviderName,
+  type BackgroundProviderOptions,
+  createBackgroundProvider,
+  createObjectRemovalProvider,
+  OBJECT_REMOVAL_PROVIDERS,
+  type ObjectRemovalProviderName,
+  type ObjectRemovalProviderOptions,
+} from "./providers/removal-providers";
 export type { UpstreamTuning } from "./providers/upstream-call";

@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import {
+  BACKGROUND_PROVIDERS,
+  type BackgroundProviderOptions,
   BUILT_IN_CATALOG,
   extendCatalog,
   findModel,
@@ -10,6 +12,8 @@ import {
   INPAINTING_MODEL_KINDS,
   type InpaintingModelKind,
   type ModelCatalog,
+  OBJECT_REMOVAL_PROVIDERS,
+  type ObjectRemovalProviderOptions,
   parseCatalogFile,
   SALIENCY_MODEL_KINDS,
   type SaliencyModelKind,
@@ -137,6 +141,9 @@ const envSchema = z.object({
   RETOUCH_REPLICATE_API_KEY: z.string().min(1).optional(),
   RETOUCH_FAL_API_KEY: z.string().min(1).optional(),
   RETOUCH_STABILITY_API_KEY: z.string().min(1).optional(),
+  // A vendor's dedicated endpoints for the two removal workflows (masked removals only for objects), none by default.
+  RETOUCH_BACKGROUND_PROVIDER: z.enum(["none", ...BACKGROUND_PROVIDERS]).default("none"),
+  RETOUCH_OBJECT_REMOVAL_PROVIDER: z.enum(["none", ...OBJECT_REMOVAL_PROVIDERS]).default("none"),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -213,6 +220,10 @@ export interface Config {
   };
   /** The hosted provider for generative edits outside the catalog (RETOUCH_GENERATIVE_PROVIDER); undefined = none. */
   generativeProvider: GenerativeProviderOptions | undefined;
+  /** The vendor for background removal (RETOUCH_BACKGROUND_PROVIDER); undefined = the built-in model or segmenter. */
+  backgroundProvider: BackgroundProviderOptions | undefined;
+  /** The vendor for masked object removal (RETOUCH_OBJECT_REMOVAL_PROVIDER); undefined = built in. */
+  objectRemovalProvider: ObjectRemovalProviderOptions | undefined;
 }
 
 /** Where each provider's key comes from; `openai-compatible` shares OpenAI's (optional there). */
@@ -269,6 +280,12 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   }
   const inpainting = readInpaintingModel(defined, catalog, baseDir, problems);
   const generativeProvider = result.data ? readGenerativeProvider(result.data, problems) : undefined;
+  const backgroundProvider = result.data
+    ? readRemovalProvider(result.data, "RETOUCH_BACKGROUND_PROVIDER", result.data.RETOUCH_BACKGROUND_PROVIDER, problems)
+    : undefined;
+  const objectRemovalProvider = result.data
+    ? readRemovalProvider(result.data, "RETOUCH_OBJECT_REMOVAL_PROVIDER", result.data.RETOUCH_OBJECT_REMOVAL_PROVIDER, problems)
+    : undefined;
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const e = result.data;
   const dataDir = path.resolve(baseDir, e.RETOUCH_DATA_DIR);
@@ -320,6 +337,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       inpainting: inpainting.name,
     },
     generativeProvider,
+    backgroundProvider,
+    objectRemovalProvider,
   };
 }
 
@@ -382,6 +401,24 @@ function readGenerativeProvider(e: z.infer<typeof envSchema>, problems: string[]
     ...(e.RETOUCH_GENERATIVE_MODEL ? { model: e.RETOUCH_GENERATIVE_MODEL } : {}),
     timeoutMs: e.RETOUCH_GENERATIVE_TIMEOUT,
   };
+}
+
+/** A removal port's vendor, or undefined for `none`; a missing key is added to `problems`. */
+function readRemovalProvider<Name extends GenerativeProviderName>(
+  e: z.infer<typeof envSchema>,
+  variable: string,
+  provider: Name | "none",
+  problems: string[],
+): { provider: Name; apiKey: string; timeoutMs: number } | undefined {
+  if (provider === "none") return undefined;
+  const keyVariable = PROVIDER_KEY_VARIABLE[provider];
+  const apiKey = e[keyVariable] as string | undefined;
+  if (!apiKey) {
+    problems.push(`${keyVariable}: required when ${variable} is ${provider}`);
+    return undefined;
+  }
+  // RETOUCH_GENERATIVE_TIMEOUT is every upstream attempt's limit, these ports' too.
+  return { provider, apiKey, timeoutMs: e.RETOUCH_GENERATIVE_TIMEOUT };
 }
 
 /** The built-in catalog, extended by a RETOUCH_MODEL_CATALOG file; its problems are added to `problems`. */

@@ -19,17 +19,34 @@ const RETRY_MAX_MS = 6 * 3_600_000;
 const BUSY_POLL_MS = 5_000;
 
 export interface ModelProvisionerDependencies {
-  config: Pick<Config, "backgroundModel" | "inpaintingModel" | "maxImagePixels" | "models" | "generativeProvider">;
+  config: Pick<
+    Config,
+    | "backgroundModel"
+    | "inpaintingModel"
+    | "maxImagePixels"
+    | "models"
+    | "generativeProvider"
+    | "backgroundProvider"
+    | "objectRemovalProvider"
+  >;
   logger: Logger;
 }
 
 /**
  * The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*,
- * RETOUCH_INPAINTING_MODEL*, RETOUCH_GENERATIVE_*), for models given by path; catalog models are added once
- * they are on disk.
+ * RETOUCH_INPAINTING_MODEL*, RETOUCH_GENERATIVE_*, RETOUCH_BACKGROUND_PROVIDER, RETOUCH_OBJECT_REMOVAL_PROVIDER), for
+ * models given by path; catalog models are added once they are on disk.
  */
 export function imageEngineOptions(
-  config: Pick<Config, "maxImagePixels" | "backgroundModel" | "inpaintingModel" | "generativeProvider">,
+  config: Pick<
+    Config,
+    | "maxImagePixels"
+    | "backgroundModel"
+    | "inpaintingModel"
+    | "generativeProvider"
+    | "backgroundProvider"
+    | "objectRemovalProvider"
+  >,
 ): EngineWorkerOptions {
   const model = config.backgroundModel;
   const inpainting = config.inpaintingModel;
@@ -39,6 +56,8 @@ export function imageEngineOptions(
     ...(inpainting ? { inpaintingModel: { path: inpainting.path, kind: inpainting.kind } } : {}),
     // Plain data: copied into each engine thread, which builds its own provider (and breaker) from it.
     ...(config.generativeProvider ? { generativeProvider: { ...config.generativeProvider } } : {}),
+    ...(config.backgroundProvider ? { backgroundProvider: { ...config.backgroundProvider } } : {}),
+    ...(config.objectRemovalProvider ? { objectRemovalProvider: { ...config.objectRemovalProvider } } : {}),
   };
 }
 
@@ -266,9 +285,12 @@ export class ModelProvisioner {
     this.deps.logger.info(
       {
         models: {
-          background: this.active.background,
+          // A hosted vendor replaces the background model; for object removal, only where a mask says what to erase.
+          background: config.backgroundProvider ? `${config.backgroundProvider.provider} (hosted)` : this.active.background,
           objectDetector: "CenterNet (built in)",
-          inpainting: this.active.inpainting,
+          inpainting: config.objectRemovalProvider
+            ? `${this.active.inpainting}; masked removals: ${config.objectRemovalProvider.provider} (hosted)`
+            : this.active.inpainting,
           // The provider and model only: never its key.
           generative: generativeSummary(config.generativeProvider),
         },

@@ -19,6 +19,37 @@ import {
   withDefaults,
 } from "./upstream-call";
 
+/** What a hosted adapter's calls need of its options (plain data, from the configuration). */
+export interface HostedCallOptions {
+  apiKey?: string;
+  baseUrl?: string;
+  timeoutMs?: number;
+  maxRetries?: number;
+}
+
+/**
+ * The upstream policy of one hosted endpoint: the configured time limit and
+ * retries, the breaker shared under `breakerKey` in this thread, and the key
+ * redacted from every message.
+ */
+export function hostedPolicy(
+  breakerKey: string,
+  vendor: string,
+  options: HostedCallOptions,
+  tuning: Required<UpstreamTuning>,
+  classify?: UpstreamPolicy["classify"],
+): UpstreamPolicy {
+  return {
+    vendor,
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
+    breaker: breakerFor(breakerKey, tuning),
+    tuning,
+    secrets: [options.apiKey],
+    classify,
+  };
+}
+
 /** What an adapter's `prepare` hands its `call`: built once per edit, sent on every attempt. */
 export type Prepared = object;
 
@@ -41,15 +72,9 @@ export abstract class HostedProvider<P extends Prepared> implements GenerativePr
     tuning: UpstreamTuning = {},
   ) {
     this.tuning = withDefaults(tuning);
-    this.policy = {
-      vendor,
-      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-      maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
-      breaker: breakerFor(`${name} ${options.baseUrl ?? ""}`, this.tuning),
-      tuning: this.tuning,
-      secrets: [options.apiKey],
-      classify: (error, http) => this.classify(error, http),
-    };
+    this.policy = hostedPolicy(`${name} ${options.baseUrl ?? ""}`, vendor, options, this.tuning, (error, http) =>
+      this.classify(error, http),
+    );
   }
 
   async edit(task: ProviderEditTask, context: WorkContext): Promise<ProviderEdit> {

@@ -31,6 +31,20 @@ export function sizeNear(
   return { width: round(Math.sqrt(pixels * aspect)), height: round(Math.sqrt(pixels / aspect)) };
 }
 
+/**
+ * The input's own size when the vendor takes it, else the input's aspect
+ * scaled down to at most `maxPixels`, or up until both sides are at least
+ * `minSide` (whole pixels, so the aspect moves by the rounding only).
+ */
+export function sizeWithin(source: Size, limits: { maxPixels: number; minSide: number }): Size {
+  let scale = Math.min(1, Math.sqrt(limits.maxPixels / (source.width * source.height)));
+  scale = Math.max(scale, limits.minSide / Math.min(source.width, source.height));
+  if (scale === 1) return { width: source.width, height: source.height };
+  // Floor keeps a scaled-down size within the pixel limit; the minimum side wins over it (a 1:1000 strip is the vendor's to refuse).
+  const side = (value: number) => Math.max(limits.minSide, Math.floor(value * scale));
+  return { width: side(source.width), height: side(source.height) };
+}
+
 /** Of "W:H" ratios (or WxH sizes), the one whose aspect is nearest the picture's (on a log scale, so 2:1 and 1:2 are as far from 1:1). */
 export function nearestRatio(source: Size, ratios: readonly string[]): string {
   const target = Math.log(source.width / source.height);
@@ -116,16 +130,10 @@ export function promptWithAvoid(prompt: string, negativePrompt: string | undefin
   return `${text}${/[.!?]$/.test(text) ? "" : "."} Avoid: ${avoid}${/[.!?]$/.test(avoid) ? "" : "."}`;
 }
 
-/**
- * The vendor's answer as the edit's result: decoded, brought to the input's
- * exact size (scaled to cover it and centred, so an answer in a nearby
- * aspect loses a sliver at two edges rather than being distorted), and with
- * a mask, the input's own pixels outside it (feathered by 2 px).
- */
-export async function finishAnswer(vendor: string, bytes: Buffer, task: ProviderEditTask): Promise<RgbaImage> {
-  let answer: RgbaImage;
+/** The vendor's answer decoded; an undecodable one is the vendor's failure (upstream_failed). */
+export async function decodeAnswer(vendor: string, bytes: Buffer, maxPixels: number): Promise<RgbaImage> {
   try {
-    answer = await decodeImage(bytes, task.maxPixels);
+    return await decodeImage(bytes, maxPixels);
   } catch (error) {
     throw new EngineError(
       "upstream_failed",
@@ -133,6 +141,16 @@ export async function finishAnswer(vendor: string, bytes: Buffer, task: Provider
       { cause: error instanceof EngineError ? undefined : error },
     );
   }
+}
+
+/**
+ * The vendor's answer as the edit's result: decoded, brought to the input's
+ * exact size (scaled to cover it and centred, so an answer in a nearby
+ * aspect loses a sliver at two edges rather than being distorted), and with
+ * a mask, the input's own pixels outside it (feathered by 2 px).
+ */
+export async function finishAnswer(vendor: string, bytes: Buffer, task: ProviderEditTask): Promise<RgbaImage> {
+  let answer = await decodeAnswer(vendor, bytes, task.maxPixels);
   const { width, height } = task.image;
   if (answer.width !== width || answer.height !== height) {
     const { data, info } = await sharp(asBuffer(answer.data), {
