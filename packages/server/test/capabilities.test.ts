@@ -98,6 +98,7 @@ describe("GET /api/capabilities", () => {
     expect(body.instructions.every((instruction: { examples: string[] }) => instruction.examples.length > 0)).toBe(true);
     expect(body.detectable_objects).toEqual(expect.arrayContaining(["person", "car", "dog"]));
     expect(body.generative_provider).toBeNull();
+    expect(body.removal_providers).toEqual({ background: null, object_removal: null });
     expect(body.limits).toMatchObject({ max_image_pixels: plain.config.maxImagePixels });
   });
 

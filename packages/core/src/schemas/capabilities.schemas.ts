@@ -29,6 +29,15 @@ export const capabilitiesOutput = z.object({
     .describe(
       "The hosted model that takes every other instruction; null: such prompts are refused with 400 unsupported_instruction",
     ),
+  removal_providers: z
+    .object({
+      background: z
+        .string()
+        .nullable()
+        .describe("The vendor that makes cut-outs instead of the built-in segmenter; null: built in"),
+      object_removal: z.string().nullable().describe("The vendor that fills masked removals; null: built in"),
+    })
+    .describe("Hosted vendors that replace a built-in workflow (RETOUCH_BACKGROUND_PROVIDER, RETOUCH_OBJECT_REMOVAL_PROVIDER)"),
   models: z.object({
     background: z
       .object({

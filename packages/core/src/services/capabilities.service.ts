@@ -2,7 +2,16 @@ import { CATALOG, COCO_LABELS, createGenerativeProvider, ModelLibrary } from "@r
 import type { Config } from "../config/env";
 import type { CapabilitiesOutput } from "../schemas/capabilities.schemas";
 
-type CapabilitiesConfig = Pick<Config, "generativeProvider" | "backgroundModel" | "models" | "maxImageBytes" | "maxImagePixels">;
+type CapabilitiesConfig = Pick<
+  Config,
+  | "generativeProvider"
+  | "backgroundProvider"
+  | "objectRemovalProvider"
+  | "backgroundModel"
+  | "models"
+  | "maxImageBytes"
+  | "maxImagePixels"
+>;
 
 /** What this server can do: the answer to GET /api/capabilities, and the list a refusal points to. */
 export class CapabilitiesService {
@@ -44,6 +53,10 @@ export class CapabilitiesService {
       instructions: CATALOG.map((entry) => ({ name: entry.name, examples: [...entry.examples] })),
       detectable_objects: [...COCO_LABELS],
       generative_provider: provider,
+      removal_providers: {
+        background: config.backgroundProvider?.provider ?? null,
+        object_removal: config.objectRemovalProvider?.provider ?? null,
+      },
       models: { background: await this.backgroundModel() },
       limits: {
         max_image_bytes: config.maxImageBytes,
