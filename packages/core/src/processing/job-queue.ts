@@ -43,9 +43,15 @@ export class JobQueue {
 
   constructor(private readonly options: JobQueueOptions) {
     const { config, logger } = options;
+    const backend = new PostgresBackend({ pool: options.pool, ensureSchema: false, channelName: QUEUE_CHANNEL });
+    // The LISTEN connection re-emits its errors on the channel (the backend reconnects by itself);
+    // unheard, one of them (PostgreSQL shutting down: 57P01) would end the process.
+    backend.notificationChannel?.on("error", (error: unknown) =>
+      logger.warn({ err: error }, "queue notification connection lost; reconnecting"),
+    );
     this.agenda = new Agenda({
       // The table is created by our migrations (0003-queue), never by the backend.
-      backend: new PostgresBackend({ pool: options.pool, ensureSchema: false, channelName: QUEUE_CHANNEL }),
+      backend,
       processEvery: config.queuePollIntervalMs,
       maxConcurrency: config.workerConcurrency + 1,
       defaultLockLifetime: config.jobLockLifetimeMs,
