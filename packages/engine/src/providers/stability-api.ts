@@ -1,5 +1,6 @@
+import { type HostedCallOptions, hostedPolicy } from "./hosted-provider";
 import type { Upload } from "./provider-images";
-import { type AttemptHttp, UpstreamFailure } from "./upstream-call";
+import { type AttemptHttp, UpstreamFailure, type UpstreamPolicy, type UpstreamTuning, withDefaults } from "./upstream-call";
 
 /**
  * Stability AI's v2beta REST API, shared by the generative adapter and the
@@ -31,6 +32,17 @@ interface StabilityAnswer {
 /** The base URL without trailing slashes (a test or a proxy may replace Stability's). */
 export function stabilityBaseUrl(baseUrl: string | undefined): string {
   return (baseUrl ?? STABILITY_BASE_URL).replace(/\/+$/, "");
+}
+
+/** One Stability endpoint's base URL and upstream policy (its own circuit breaker), as the removal ports use it. */
+export function stabilityEndpoint(
+  path: string,
+  options: HostedCallOptions & { baseUrl?: string },
+  tuning?: UpstreamTuning,
+): { baseUrl: string; policy: UpstreamPolicy } {
+  const baseUrl = stabilityBaseUrl(options.baseUrl);
+  const policy = hostedPolicy(`stability ${path} ${baseUrl}`, STABILITY_VENDOR, options, withDefaults(tuning), classifyStability);
+  return { baseUrl, policy };
 }
 
 /** One attempt: the answer's image bytes, or an UpstreamFailure. */

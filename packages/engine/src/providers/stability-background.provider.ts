@@ -3,11 +3,10 @@ import { toWorkingResolution } from "../background-removal.classical";
 import type { BackgroundRemover, GreyImage, RgbaImage, WorkContext } from "../engine.ports";
 import { asBuffer, DEFAULT_MAX_PIXELS, resizeGrey } from "../image-codec";
 import { createCheckpoint } from "../work-checkpoint";
-import { hostedPolicy } from "./hosted-provider";
 import { decodeAnswer, encodeUpload, sizeWithin } from "./provider-images";
 import type { BackgroundProviderOptions } from "./removal-providers";
-import { callStability, classifyStability, STABILITY_VENDOR, type StabilityRequest, stabilityBaseUrl } from "./stability-api";
-import { callUpstream, type UpstreamPolicy, type UpstreamTuning, withDefaults } from "./upstream-call";
+import { callStability, STABILITY_VENDOR, type StabilityRequest, stabilityEndpoint } from "./stability-api";
+import { callUpstream, type UpstreamPolicy, type UpstreamTuning } from "./upstream-call";
 
 /** The endpoint's name, recorded as the provider record's model. */
 export const STABILITY_BACKGROUND_MODEL = "remove-background";
@@ -38,14 +37,7 @@ export class StabilityBackgroundRemover implements BackgroundRemover {
     private readonly options: BackgroundProviderOptions,
     tuning?: UpstreamTuning,
   ) {
-    this.baseUrl = stabilityBaseUrl(options.baseUrl);
-    this.policy = hostedPolicy(
-      `stability ${PATH} ${this.baseUrl}`,
-      STABILITY_VENDOR,
-      options,
-      withDefaults(tuning),
-      classifyStability,
-    );
+    ({ baseUrl: this.baseUrl, policy: this.policy } = stabilityEndpoint(PATH, options, tuning));
   }
 
   async removeBackground(image: RgbaImage, context: WorkContext): Promise<RgbaImage> {

@@ -1,11 +1,10 @@
 import type { GreyImage, ObjectRemovalTask, ObjectRemover, RgbaImage, WorkContext } from "../engine.ports";
 import { DEFAULT_MAX_PIXELS, resizeRgba } from "../image-codec";
 import { blendInside, dilate } from "../mask-ops";
-import { hostedPolicy } from "./hosted-provider";
 import { decodeAnswer, encodeUpload, sizeWithin, whiteWhereMasked } from "./provider-images";
 import type { ObjectRemovalProviderOptions } from "./removal-providers";
-import { callStability, classifyStability, STABILITY_VENDOR, type StabilityRequest, stabilityBaseUrl } from "./stability-api";
-import { callUpstream, type UpstreamPolicy, type UpstreamTuning, withDefaults } from "./upstream-call";
+import { callStability, STABILITY_VENDOR, type StabilityRequest, stabilityEndpoint } from "./stability-api";
+import { callUpstream, type UpstreamPolicy, type UpstreamTuning } from "./upstream-call";
 
 /** The endpoint's name, recorded as the provider record's model. */
 export const STABILITY_ERASE_MODEL = "erase";
@@ -38,14 +37,7 @@ export class StabilityEraseRemover implements ObjectRemover {
     private readonly options: ObjectRemovalProviderOptions,
     tuning?: UpstreamTuning,
   ) {
-    this.baseUrl = stabilityBaseUrl(options.baseUrl);
-    this.policy = hostedPolicy(
-      `stability ${PATH} ${this.baseUrl}`,
-      STABILITY_VENDOR,
-      options,
-      withDefaults(tuning),
-      classifyStability,
-    );
+    ({ baseUrl: this.baseUrl, policy: this.policy } = stabilityEndpoint(PATH, options, tuning));
   }
 
   async removeObjects(task: ObjectRemovalTask, context: WorkContext): Promise<RgbaImage> {
