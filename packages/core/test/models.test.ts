@@ -65,7 +65,7 @@ describe("the built-in catalog", () => {
     expect(BUILT_IN_CATALOG.defaults).toEqual({ background: "isnet-general-use" });
     const isnet = BUILT_IN_CATALOG.entries[0] as ModelEntry;
     expect(isPermissive(isnet.licence.id)).toBe(true);
-    expect(isnet.input).toEqual({ kind: "isnet", size: 1024, runSize: 768, mean: [0.5, 0.5, 0.5], std: [1, 1, 1] });
+    expect(isnet.input).toEqual({ kind: "isnet", size: 1024, runSize: 704, mean: [0.485, 0.456, 0.406], std: [1, 1, 1] });
   });
 
   it("refuses a default with a licence that is not permissive, or with no checksum", () => {
@@ -106,7 +106,7 @@ describe("the built-in catalog", () => {
     // The size a catalog model runs at may be chosen (IS-Net: 1024 for the published quality).
     expect(parseConfig({ RETOUCH_BACKGROUND_MODEL_SIZE: "1024" }).models).toMatchObject({ backgroundSize: 1024 });
     const isnet = BUILT_IN_CATALOG.entries.find((entry) => entry.name === "isnet-general-use") as ModelEntry;
-    expect(catalogModelOptions(isnet, "/m/isnet.onnx")).toMatchObject({ inputSize: 768 });
+    expect(catalogModelOptions(isnet, "/m/isnet.onnx")).toMatchObject({ inputSize: 704 });
     expect(catalogModelOptions(isnet, "/m/isnet.onnx", 1024)).toMatchObject({ inputSize: 1024 });
     expect(problems({ RETOUCH_MODEL_MIRROR: "ftp://mirror" })).toMatch(/RETOUCH_MODEL_MIRROR/);
     expect(problems({ RETOUCH_MODEL_MIRROR: "https://user:secret@mirror/models" })).toMatch(

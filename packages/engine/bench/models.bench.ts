@@ -1,7 +1,7 @@
 /**
  * `pnpm bench` (in packages/engine), learned models: background removal with
  * IS-Net (the test weights, scripts/fetch-test-models.ts) at its published
- * 1024x1024 input and resized to 768 and 704, next to the classical segmenter and the
+ * 1024x1024 input and resized to 768 and to 704 (the catalog's default), next to the classical segmenter and the
  * floor (decode + PNG encode of the same image), on a real photograph at 1 MP
  * and 12 MP: median time and the peak RSS of one edit. Then the service's
  * shape: an EnginePool of two threads, two edits at once (the inference thread
@@ -33,7 +33,7 @@ const ENGINES = {
   classical: { label: "classical segmenter", inputSize: undefined },
   "isnet-1024": { label: "IS-Net, 1024x1024 (as published)", inputSize: 1024 },
   "isnet-768": { label: "IS-Net, resized to 768x768", inputSize: 768 },
-  "isnet-704": { label: "IS-Net, resized to 704x704", inputSize: 704 },
+  "isnet-704": { label: "IS-Net, resized to 704x704 (the default)", inputSize: 704 },
 } as const;
 type EngineName = keyof typeof ENGINES;
 

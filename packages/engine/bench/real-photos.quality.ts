@@ -15,7 +15,7 @@
  *     pnpm quality [--threads N] [--size N] [PHOTO ...]
  *
  * --threads: onnxruntime threads per inference (default: every core, as the service's
- * inference thread). --size: IS-Net's input side (default 768, as the service runs it; 1024 as published; the
+ * inference thread). --size: IS-Net's input side (default 704, as the service runs it; 768 or 1024 (as published) for more cores; the
  * published model is resized, see src/models/model-input-size.ts).
  */
 import os from "node:os";
@@ -28,7 +28,7 @@ import { LocalOnnxRunner } from "../src/onnx-runner";
 import { cutOut, loadMatte, loadPhoto, median, REAL_PHOTOS, type Score, score, type Verdict } from "../test/real-photos.fixture";
 
 const { values, positionals } = parseArgs({
-  options: { threads: { type: "string", default: String(os.availableParallelism()) }, size: { type: "string", default: "768" } },
+  options: { threads: { type: "string", default: String(os.availableParallelism()) }, size: { type: "string", default: "704" } },
   allowPositionals: true,
 });
 const threads = Number(values.threads);

@@ -3,7 +3,7 @@ import os from "node:os";
 import type { InferenceSession } from "onnxruntime-node";
 import { EngineError } from "./engine-error";
 import { collectGarbage } from "./garbage-collection";
-import { declaredInputSize, resizeModelInput } from "./models/model-input-size";
+import { declaredInputSize, resizeModelInput, withFirstOutputOnly } from "./models/model-input-size";
 import { throwIfCancelled } from "./work-checkpoint";
 
 /** Which model to run: a file, and for a fixed-size model, the square input size to resize it to (default: as declared). */
@@ -129,8 +129,7 @@ export class LocalOnnxRunner implements OnnxRunner {
               : new ort.Tensor("float32", tensor.data, [...tensor.dims]),
           ]),
         );
-        // Only the first output is wanted. Exports such as IS-Net's also return the decoder's side
-        // outputs (up to 64x512x512 floats each); fetching just the one saves copying them out.
+        // Only the first output is read; the others were dropped from the graph at load (modelSource).
         const outputs = await session.run(feeds, [outputName]);
         const output = outputs[outputName];
         if (!(output?.data instanceof Float32Array || output?.data instanceof Uint8Array)) {
@@ -201,12 +200,16 @@ export class LocalOnnxRunner implements OnnxRunner {
     }
   }
 
-  /** A path for onnxruntime to read, or for a fixed-size model resized to `inputSize`, the new bytes. */
+  /**
+   * The model as onnxruntime gets it: only its first output (the only one read), and for a fixed-size
+   * model given an `inputSize`, resized to it. Its path when neither changes anything.
+   */
   private async modelSource(spec: OnnxModelSpec): Promise<string | Uint8Array> {
-    if (!spec.inputSize) return spec.path;
     const file = new Uint8Array(await readFile(spec.path));
+    const pruned = withFirstOutputOnly(file) ?? file;
     // A model with symbolic height and width takes any size as it is.
-    return declaredInputSize(file) ? resizeModelInput(file, spec.inputSize) : spec.path;
+    const resized = spec.inputSize && declaredInputSize(pruned) ? resizeModelInput(pruned, spec.inputSize) : pruned;
+    return resized === file ? spec.path : resized;
   }
 }
 

@@ -168,7 +168,7 @@ describe("remove the background and add a drop shadow, with IS-Net weights on a 
   beforeAll(async () => {
     const modelPath = await fetchIsnetModel();
     engine = createImageEngine({
-      backgroundModel: { path: modelPath, kind: "isnet", inputSize: 768 },
+      backgroundModel: { path: modelPath, kind: "isnet", inputSize: 704 },
       onnxRunner: new LocalOnnxRunner({ threads: 1 }),
     });
     await engine.warmUp?.();

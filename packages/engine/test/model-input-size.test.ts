@@ -5,7 +5,7 @@ import ort from "onnxruntime-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { OnnxBackgroundRemover } from "../src/background-removal.onnx";
 import { decodeImage } from "../src/image-codec";
-import { declaredInputSize, resizeModelInput } from "../src/models/model-input-size";
+import { declaredInputSize, resizeModelInput, withFirstOutputOnly } from "../src/models/model-input-size";
 import { LocalOnnxRunner } from "../src/onnx-runner";
 import { fixedSizeSaliencyModel, redSaliencyModel } from "./onnx-model.builder";
 import { iou, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
@@ -66,5 +66,26 @@ describe("resizeModelInput", () => {
     // The red detector works on the half-size level: coarse at 64, finer at 128.
     expect(iou(declared.alpha, scene.truth)).toBeGreaterThan(0.85);
     expect(iou(resized.alpha, scene.truth)).toBeGreaterThanOrEqual(iou(declared.alpha, scene.truth));
+  });
+});
+
+describe("withFirstOutputOnly", () => {
+  it("drops the side outputs and keeps the first one's values", async () => {
+    const model = redSaliencyModel({ size: 32 });
+    const input = new ort.Tensor(
+      "float32",
+      Float32Array.from({ length: 3 * 32 * 32 }, (_, i) => (i % 7) / 7),
+      [1, 3, 32, 32],
+    );
+    const original = await ort.InferenceSession.create(model, { logSeverityLevel: 3 });
+    expect(original.outputNames).toEqual(["mask", "side_output"]);
+    const pruned = withFirstOutputOnly(model);
+    if (!pruned) throw new Error("expected a pruned copy");
+    const session = await ort.InferenceSession.create(pruned, { logSeverityLevel: 3 });
+    expect(session.outputNames).toEqual(["mask"]);
+    const [before, after] = await Promise.all([original.run({ input }), session.run({ input })]);
+    expect(after.mask?.data).toEqual(before.mask?.data);
+    // A model with one output is left alone.
+    expect(withFirstOutputOnly(pruned)).toBeUndefined();
   });
 });

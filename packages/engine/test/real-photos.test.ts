@@ -22,34 +22,38 @@ describe("background removal with IS-Net weights on real photographs", () => {
     const modelPath = await fetchIsnetModel();
     // One onnxruntime thread: the other core stays with the test
     // files running beside this one (about 25 s for the five photos).
-    // At 768, as the service runs it (the catalog's runSize): the published 1024 resized.
+    // At 704, as the service runs it (the catalog's runSize): the published 1024 resized.
     engine = createImageEngine({
-      backgroundModel: { path: modelPath, kind: "isnet", inputSize: 768 },
+      backgroundModel: { path: modelPath, kind: "isnet", inputSize: 704 },
       onnxRunner: new LocalOnnxRunner({ threads: 1 }),
     });
     await engine.warmUp?.();
   }, 600_000);
 
-  // Five of the sixteen, one inference of the 1024x1024 model each: a portrait, the
+  // Five of the sixteen, one inference of the resized model each: a portrait, the
   // frame-filling cat and dog the classical segmenter erases, thin antennae, a product.
   // The raccoon and the potted plant fail with these weights too (the model keeps the
   // raccoon's face and the plant's clothes peg only): see `pnpm quality`.
   const SAMPLE = ["grace-hopper", "cat", "dog", "butterfly", "coffee"];
 
-  it("cuts out every subject at least usably, median IoU at least 0.93", async () => {
+  // The butterfly's antennae are the size's cost: 0.819 at 704 against 0.860 at 768 and 0.957 at 1024.
+  const FLOOR: Record<string, number> = { butterfly: 0.8 };
+
+  it("cuts out every subject at least usably but the butterfly's antennae, median IoU at least 0.92", async () => {
     const verdicts: Record<string, Verdict> = {};
     const ious: number[] = [];
     for (const name of SAMPLE) {
       const { iou, verdict } = await scoreOf(engine, name);
       verdicts[name] = verdict;
       ious.push(iou);
-      // Measured 0.860 (the butterfly's antennae) to 0.991 at 768, 0.940 to 0.989 at 1024 (docs/engine.md);
-      // usable starts at 0.85.
-      expect(iou, name).toBeGreaterThanOrEqual(0.85);
+      // Measured 0.919 (the cat) to 0.990 at 704, the butterfly aside (docs/engine.md); usable starts at 0.85.
+      expect(iou, name).toBeGreaterThanOrEqual(FLOOR[name] ?? 0.85);
     }
-    expect(Object.values(verdicts).every((verdict) => verdict === "clean" || verdict === "usable")).toBe(true);
-    // Measured 0.950 at 768 (0.957 at 1024).
-    expect(median(ious)).toBeGreaterThanOrEqual(0.93);
+    expect(
+      Object.entries(verdicts).every(([name, verdict]) => name in FLOOR || verdict === "clean" || verdict === "usable"),
+    ).toBe(true);
+    // Measured 0.930 at 704 (0.950 at 768, 0.957 at 1024).
+    expect(median(ious)).toBeGreaterThanOrEqual(0.92);
   }, 300_000);
 });
 

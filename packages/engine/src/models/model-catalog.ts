@@ -137,10 +137,13 @@ const BUILT_IN_ENTRIES: ModelEntry[] = [
     },
     checksumSource:
       "md5: rembg, rembg/sessions/dis_general_use.py (the publisher of this URL); sha256: Hugging Face LFS object id of the identical file BritishWerewolf/IS-Net onnx/model.onnx, recorded alongside rembg's md5 by independent projects",
-    // DIS and rembg normalise with mean 0.5 and no division (DIS: IS-Net/Inference.py, rembg: dis_general_use.py).
-    // Run at 768 (the graph resized): within the 3 s budget for 1 MP on two cores, at nearly the
-    // published quality (median IoU 0.904 against 0.908 on the real photographs; docs/engine.md).
-    input: { kind: "isnet", size: 1024, runSize: 768, mean: [0.5, 0.5, 0.5], std: [1, 1, 1] },
+    // Normalised as rembg's DisSession does (rembg/sessions/dis_general_use.py): ImageNet's mean, no division.
+    // DIS's own IS-Net/Inference.py subtracts 0.5 instead; on the real photographs the ImageNet mean scored
+    // better (median IoU 0.905 against 0.887 at 704; docs/engine.md).
+    // Run at 704 (the graph resized): the size at which a 1 MP edit meets the 3 s budget on two cores
+    // (768 takes 3.2 s there); the quality it costs is in docs/engine.md. RETOUCH_BACKGROUND_MODEL_SIZE=768
+    // or 1024 on machines with more cores.
+    input: { kind: "isnet", size: 1024, runSize: 704, mean: IMAGENET_MEAN, std: [1, 1, 1] },
     licence: {
       id: "Apache-2.0",
       source: "https://github.com/xuebinqin/DIS (LICENSE.md; README §7: code and evaluation metric under Apache-2.0)",
