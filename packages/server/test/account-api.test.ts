@@ -372,3 +372,37 @@ describe("tenant isolation", () => {
     expect(aliceAll.map((job) => job.id)).toEqual([...aliceJobs].reverse());
   });
 });
+
+describe("OpenAPI", () => {
+  it("documents the account, job-listing and session operations with their credentials, errors and cookies", async () => {
+    const document = (await request(app.url, "GET", "/openapi.json")).body;
+    const both = [{ bearerAuth: [] }, { sessionCookie: [] }];
+    const account = document.paths["/api/account"].get;
+    expect(account.security).toEqual(both);
+    expect(
+      account.responses["200"].content["application/json"].schema.properties.usage.properties.this_month.description,
+    ).toMatch(/calendar month \(UTC\).*failed job is refunded and not counted/);
+    const jobs = document.paths["/api/jobs"].get;
+    expect(jobs.security).toEqual(both);
+    expect(jobs.parameters.map((parameter: { name: string }) => parameter.name).sort()).toEqual(["cursor", "limit"]);
+    expect(jobs.responses["400"].content["application/json"].examples).toHaveProperty("invalid_request");
+    expect(jobs.responses["401"]).toBeDefined();
+
+    for (const [method, route] of [
+      ["get", "/auth/get-session"],
+      ["post", "/auth/sign-out"],
+      ["post", "/auth/request-password-reset"],
+      ["post", "/auth/reset-password"],
+    ] as const) {
+      expect(document.paths[route][method].security, route).toEqual([]);
+      expect(document.paths[route][method].responses["401"], route).toBeUndefined();
+    }
+    expect(document.paths["/auth/sign-out"].post.responses["200"].headers["Set-Cookie"]).toBeDefined();
+    expect(document.paths["/auth/get-session"].get.responses["200"].headers["Set-Cookie"]).toBeDefined();
+    expect(
+      Object.keys(document.paths["/auth/reset-password"].post.responses["400"].content["application/json"].examples),
+    ).toEqual(expect.arrayContaining(["invalid_request", "reset_token_invalid"]));
+    expect(document.paths["/auth/request-password-reset"].post.responses["429"].headers["Retry-After"]).toBeDefined();
+    expect(document.components.schemas.Error.properties.code.enum).toContain("reset_token_invalid");
+  });
+});

@@ -17,8 +17,8 @@ export const listJobsInput = z.object({
     .string()
     .min(1, { error: "must not be empty: leave it out to start from the newest job" })
     .max(1024)
-    .optional()
-    .describe("`next_cursor` of the previous page, exactly as received; leave it out for the newest jobs"),
+    .describe("`next_cursor` of the previous page, exactly as received; leave it out for the newest jobs")
+    .optional(),
 });
 
 export const jobListingSchema = z.object({
