@@ -66,6 +66,9 @@ export function createMcpHandler(services: Services) {
   const tools = mcpToolsFromRouter();
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const listed = tools.map(listedTool);
+  const found = byName.get(RESULT_TOOL);
+  if (!found) throw new Error(`no ${RESULT_TOOL} tool: edit_image's wait_seconds answers as it does`);
+  const resultTool: McpTool = found;
   const results = createResultContent(services);
   const realm = `Bearer realm="Retouch", resource="${services.config.publicBaseUrl}${MCP_PATH}"`;
 
@@ -132,8 +135,6 @@ export function createMcpHandler(services: Services) {
     const result = (await callTool(resultTool, { job_id: submitted.job_id }, context)) as Record<string, unknown>;
     return result.status === "pending" ? { ...submitted, status: "pending" } : { ...result, status: "done" };
   }
-
-  const resultTool = tools.find((tool) => tool.name === RESULT_TOOL) as McpTool;
 
   /**
    * The host's refusals before the transport runs: 401 with the challenge an
