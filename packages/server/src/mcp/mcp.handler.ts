@@ -1,8 +1,7 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { bearerToken, type Context, isClientError, type RetouchError, type Services, toRetouchError } from "@retouch/core";
-import { createHttpContext } from "../http/request-context";
-import { sendJson } from "../http/responses";
+import { bearerToken, type Context, isClientError, type RetouchError, type Services } from "@retouch/core";
+import { createHttpContext, type HttpContext } from "../http/request-context";
+import { jsonResponse } from "../http/responses";
 import { callTool, type McpTool, mcpToolsFromRouter } from "./mcp-tools";
 
 export const MCP_PATH = "/mcp";
@@ -15,14 +14,14 @@ const INSTRUCTIONS = `Retouch edits images from plain-language instructions.
 Errors come back as tool errors whose text is JSON {"code", "message"}; "email_unverified" means the account owner must verify their email first, "insufficient_credits" that the balance is empty, "rate_limited" and "too_many_in_flight" that you should wait before retrying.`;
 
 type McpSdk = typeof import("@modelcontextprotocol/sdk/server/mcp.js") &
-  typeof import("@modelcontextprotocol/sdk/server/streamableHttp.js");
+  typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js");
 let sdk: Promise<McpSdk> | undefined;
 
 /** The MCP SDK (with its JSON Schema validator) is loaded by the first MCP request, not at every start. */
 function loadSdk(): Promise<McpSdk> {
   sdk ??= Promise.all([
     import("@modelcontextprotocol/sdk/server/mcp.js"),
-    import("@modelcontextprotocol/sdk/server/streamableHttp.js"),
+    import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
   ]).then(([server, transport]) => ({ ...server, ...transport }));
   return sdk;
 }
@@ -84,20 +83,16 @@ export function createMcpHandler(services: Services) {
    * malformed JSON, invalid request otherwise) with the HTTP status and the
    * domain code in `data`.
    */
-  function refuse(req: IncomingMessage, res: ServerResponse, error: unknown): RetouchError {
-    const domain = toRetouchError(error);
+  function refuse(c: HttpContext, domain: RetouchError): Response {
     if (domain.code === "unauthorized") {
-      const presented = bearerToken(req.headers.authorization) !== undefined;
-      sendJson(
-        res,
+      const presented = bearerToken(c.req.header("authorization")) !== undefined;
+      return jsonResponse(
         401,
         { code: "unauthorized", message: "Send your Retouch API key: Authorization: Bearer pk_..." },
         { "WWW-Authenticate": `${realm}${presented ? ', error="invalid_token"' : ""}` },
       );
-      return domain;
     }
-    sendJson(
-      res,
+    return jsonResponse(
       domain.status,
       {
         jsonrpc: "2.0",
@@ -106,20 +101,30 @@ export function createMcpHandler(services: Services) {
       },
       domain.headers(),
     );
-    return domain;
   }
 
-  /** Serves a request the host has authenticated and whose body it has read and checked. */
-  async function serve(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  /**
+   * Serves a request the edge has authenticated and whose body it has read and
+   * checked, through the SDK's web-standard transport (a fetch Request in, a
+   * Response out). In JSON mode the Response is whole when it resolves, so the
+   * per-request server and transport are closed then.
+   */
+  async function serve(c: HttpContext): Promise<Response> {
     const mcpSdk = await loadSdk();
-    const server = buildServer(mcpSdk, createHttpContext(services, req));
-    const transport = new mcpSdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on("close", () => {
+    const server = buildServer(mcpSdk, createHttpContext(services, c));
+    const transport = new mcpSdk.WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    try {
+      await server.connect(transport);
+      // The body was read by the edge: the transport gets it parsed, and a request without a stream to read.
+      const request = new Request(c.req.url, { method: c.req.method, headers: c.req.raw.headers });
+      return await transport.handleRequest(request, { parsedBody: c.var.body?.value });
+    } finally {
       void transport.close();
       void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, body);
+    }
   }
 
   return { serve, refuse };
