@@ -13,7 +13,6 @@ const swaggerDir = path.dirname(createRequire(import.meta.url).resolve("swagger-
 const ASSETS: Record<string, { file: string; type: string }> = {
   "swagger-ui.css": { file: "swagger-ui.css", type: "text/css; charset=utf-8" },
   "swagger-ui-bundle.js": { file: "swagger-ui-bundle.js", type: "text/javascript; charset=utf-8" },
-  "swagger-ui-standalone-preset.js": { file: "swagger-ui-standalone-preset.js", type: "text/javascript; charset=utf-8" },
   "favicon-32x32.png": { file: "favicon-32x32.png", type: "image/png" },
 };
 
@@ -29,12 +28,12 @@ const REFERENCE_PAGE = `<!doctype html>
 <body>
 <div id="reference"></div>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
-<script src="/docs/assets/swagger-ui-standalone-preset.js"></script>
 <script src="/docs/assets/reference.js"></script>
 </body>
 </html>`;
 
-// No validator badge: it would fetch an image from validator.swagger.io (offline, and outside the page's CSP).
+// No validator badge: it would fetch an image from validator.swagger.io (offline, and outside the page's CSP). The
+// base layout, without the standalone preset's top bar: its logo is an SVG with an inline <style> the CSP refuses.
 const REFERENCE_SCRIPT = `window.addEventListener("load", function () {
   window.ui = SwaggerUIBundle({
     url: "/openapi.json",
@@ -43,8 +42,8 @@ const REFERENCE_SCRIPT = `window.addEventListener("load", function () {
     deepLinking: true,
     persistAuthorization: true,
     tryItOutEnabled: true,
-    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
-    layout: "StandaloneLayout"
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: "BaseLayout"
   });
 });
 `;
