@@ -56,8 +56,10 @@ export function createHttpApp(services: Services, options: HttpAppOptions): Hono
       );
     });
     await next();
-    // After the handler, so that a Response built by an adapter gets it too.
-    c.header("X-Request-Id", c.var.requestId);
+    // After the handler, so that a Response built by an adapter gets it too; set on the response itself (as
+    // hono/secure-headers does) rather than through c.header, which would wrap the finished response again and
+    // turn its body into a stream that @hono/node-server then writes chunk by chunk.
+    c.res.headers.set("X-Request-Id", c.var.requestId);
   });
   app.use(securityHeaders(config));
   const cors = apiCors(config);
