@@ -37,6 +37,13 @@ export function securityHeaders(config: Pick<Config, "publicBaseUrl">): Middlewa
     referrerPolicy: "same-origin",
     // Only where browsers heed it (https); without includeSubDomains, which would bind hosts this service does not own.
     strictTransportSecurity: config.publicBaseUrl.startsWith("https:") ? "max-age=15552000" : false,
+    // Headers for browsers and plug-ins of the past (IE's download prompt and XSS auditor, Flash, DNS prefetch) or
+    // already the default (Origin-Agent-Cluster): bytes on every response, no protection today.
+    xDnsPrefetchControl: false,
+    xDownloadOptions: false,
+    xPermittedCrossDomainPolicies: false,
+    xXssProtection: false,
+    originAgentCluster: false,
     overwrite: false,
   });
 }
