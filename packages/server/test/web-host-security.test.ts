@@ -156,6 +156,14 @@ describe("state changes with the session cookie from another site (CSRF)", () =>
     expect(signInFromEvil.status).toBe(403);
     expect(signInFromEvil.headers.getSetCookie()).toEqual([]);
 
+    const trpcSignIn = await request(app.url, "POST", "/trpc/auth.signIn", {
+      headers: { origin: EVIL_ORIGIN },
+      body: { email: account.email, password: account.password },
+    });
+    expect(trpcSignIn.status).toBe(403);
+    expect(trpcSignIn.body.error.data.code).toBe("cross_site_request");
+    expect(trpcSignIn.headers.getSetCookie()).toEqual([]);
+
     // The service's own page signs up as before.
     const own = await signUp(app.url, { email });
     expect(own.cookie).toMatch(/session_token=/);

@@ -5,6 +5,7 @@ import { cors } from "hono/cors";
 import { secureHeaders } from "hono/secure-headers";
 import { PAGE_STYLE } from "../pages/layout";
 import type { HttpContext, HttpEnv } from "./request-context";
+import { TRPC_ENDPOINT } from "./route-policy";
 
 /**
  * Headers on every response (hono/secure-headers), and one Content-Security-Policy
@@ -82,9 +83,10 @@ function hasCookie(header: string | null, name: string): boolean {
  * The CSRF defence, beside the session cookie's SameSite=Lax: a state-changing
  * request that a browser could send with the session cookie must come from this
  * service's own pages. That is every such request carrying the cookie without a
- * bearer key (a key is never sent by a browser on its own), and every POST under
- * /auth (sign-up, sign-in, password reset: they set the cookie, so a foreign page
- * must not sign a visitor into an account it chose).
+ * bearer key (a key is never sent by a browser on its own), and every call of
+ * the account flows (REST under /auth, tRPC's `auth.*`: sign-up, sign-in,
+ * password reset set the cookie, so a foreign page must not sign a visitor into
+ * an account it chose).
  *
  * Where the request comes from is read from what browsers send: `Origin` (this
  * service's origin is PUBLIC_BASE_URL's, or the origin the request was addressed
@@ -98,6 +100,9 @@ export function createSameOriginCheck(config: Pick<Config, "publicBaseUrl">) {
   const publicOrigin = new URL(config.publicBaseUrl).origin;
   const cookieName = sessionCookieName(config.publicBaseUrl);
   const authPrefix = `${AUTH_BASE_PATH}/`;
+  /** The account flows that set or end the session: REST under /auth, tRPC's `auth.*` (alone or in a batch). */
+  const authProcedure = new RegExp(`^${TRPC_ENDPOINT}/(?:[^/]*,)?auth\\.`);
+  const touchesSession = (path: string) => path.startsWith(authPrefix) || authProcedure.test(path);
 
   /** True, false, or undefined when the request says nothing about where it comes from. */
   function fromOwnPages(c: HttpContext): boolean | undefined {
@@ -117,7 +122,7 @@ export function createSameOriginCheck(config: Pick<Config, "publicBaseUrl">) {
     if (!STATE_CHANGING.has(c.req.method)) return;
     const cookieAuthenticated =
       !bearerToken(c.req.header("authorization")) && hasCookie(c.req.header("cookie") ?? null, cookieName);
-    if (!cookieAuthenticated && !c.req.path.startsWith(authPrefix)) return;
+    if (!cookieAuthenticated && !touchesSession(c.req.path)) return;
     if (fromOwnPages(c) === false) throw new RetouchError("cross_site_request");
   };
 }
