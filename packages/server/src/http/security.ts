@@ -75,7 +75,7 @@ export function apiCors(config: Pick<Config, "corsOrigins">): MiddlewareHandler<
 
 const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
-function hasCookie(header: string | null, name: string): boolean {
+function hasCookie(header: string | undefined, name: string): boolean {
   return (header ?? "").split(";").some((pair) => pair.trim().startsWith(`${name}=`));
 }
 
@@ -120,8 +120,7 @@ export function createSameOriginCheck(config: Pick<Config, "publicBaseUrl">) {
   /** Throws `cross_site_request` (403) for a request that must come from this service's pages and does not. */
   return (c: HttpContext): void => {
     if (!STATE_CHANGING.has(c.req.method)) return;
-    const cookieAuthenticated =
-      !bearerToken(c.req.header("authorization")) && hasCookie(c.req.header("cookie") ?? null, cookieName);
+    const cookieAuthenticated = !bearerToken(c.req.header("authorization")) && hasCookie(c.req.header("cookie"), cookieName);
     if (!cookieAuthenticated && !touchesSession(c.req.path)) return;
     if (fromOwnPages(c) === false) throw new RetouchError("cross_site_request");
   };
