@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { isClientError, RetouchError, type Services } from "@retouch/core";
+import { webAssetsDirectory } from "@retouch/web";
 import { createDiscoveryHandler } from "../discovery/discovery.handler";
 import { createMcpHandler, MCP_PATH } from "../mcp/mcp.handler";
 import { VERIFY_EMAIL_PATH, verifyEmailPage } from "../pages/verify-email.page";
@@ -21,6 +23,33 @@ export interface HttpServer {
   close(timeoutMs: number): Promise<void>;
 }
 
+// TEMPORARY (web branch, issue 14): serves the built dashboard (packages/web/dist) at the client routes until
+// the hono branch's static serving and SPA fallback are merged. Drop this block and its call at the merge.
+const DASHBOARD_ROUTES = new Set(["/", "/sign-up", "/sign-in", "/check-email", "/forgot-password", "/reset-password"]);
+const DASHBOARD_TYPES: Record<string, string> = {
+  html: "text/html; charset=utf-8",
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  svg: "image/svg+xml",
+};
+async function serveDashboardTemporarily(dir: string | undefined, res: ServerResponse, path: string): Promise<boolean> {
+  const isRoute = DASHBOARD_ROUTES.has(path) || path === "/dashboard" || path.startsWith("/dashboard/");
+  const file = isRoute ? "index.html" : /^\/(assets\/[\w.-]+|favicon\.svg)$/.exec(path)?.[1];
+  const type = DASHBOARD_TYPES[file?.split(".").pop() ?? ""];
+  if (!dir || !file || !type) return false;
+  const body = await readFile(`${dir}/${file}`).catch(() => undefined);
+  if (!body) return false;
+  res.writeHead(200, {
+    "Content-Type": type,
+    "Cache-Control": isRoute ? "no-cache" : "public, max-age=31536000, immutable",
+    // The policy the hono branch sets on pages, so the dashboard is tested under it now.
+    "Content-Security-Policy":
+      "default-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  });
+  res.end(body);
+  return true;
+}
+
 export async function startHttpServer(services: Services, options: { host: string; port: number }): Promise<HttpServer> {
   const rest = createRestHandler(services);
   const trpc = createTrpcHandler(services);
@@ -28,6 +57,7 @@ export async function startHttpServer(services: Services, options: { host: strin
   const discovery = createDiscoveryHandler(services);
   const policyFor = createRoutePolicies(services.config);
   const budget = new BodyBudget(services.config.maxBodyBytesInFlight);
+  const dashboardDir = webAssetsDirectory(); // TEMPORARY (web branch): see serveDashboardTemporarily
   const notFound = (req: IncomingMessage, res: ServerResponse, path: string) => () =>
     sendError(res, new RetouchError("not_found", `No route for ${req.method} ${path}.`));
   /** Per surface: how a refusal before the adapter looks, and how an admitted request is served. */
@@ -79,6 +109,7 @@ export async function startHttpServer(services: Services, options: { host: strin
       await serveSignedFile(services, req, res, url);
       return;
     }
+    if ((req.method === "GET" || req.method === "HEAD") && (await serveDashboardTemporarily(dashboardDir, res, path))) return; // TEMPORARY
     const policy = policyFor(req.method ?? "GET", path);
     if (!policy) {
       notFound(req, res, path)();
