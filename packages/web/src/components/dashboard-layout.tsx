@@ -33,7 +33,8 @@ export function DashboardLayout({ children }: { children: ReactNode }) {
     }),
   );
 
-  if (session.isPending) {
+  // A cached "nobody" is checked again before it sends anyone away.
+  if (session.isPending || (session.data === null && session.isFetching)) {
     return (
       <p className="loading" aria-live="polite">
         Loading…

@@ -6,6 +6,7 @@ import { CopyButton } from "../components/copy-button";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
 import { formatDate } from "../components/format";
+import { TableRegion } from "../components/table-region";
 import { useTitle } from "../components/use-title";
 
 interface KeyRow {
@@ -98,7 +99,7 @@ export function KeysPage() {
       <ErrorNote error={keys.error} />
       {keys.data && keys.data.keys.length === 0 ? <p className="muted">No keys yet.</p> : null}
       {keys.data && keys.data.keys.length > 0 ? (
-        <div className="table-wrap">
+        <TableRegion label="Your keys">
           <table>
             <thead>
               <tr>
@@ -132,7 +133,7 @@ export function KeysPage() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableRegion>
       ) : null}
 
       <dialog ref={dialog} aria-labelledby="revoke-title" onClose={() => setRevoking(undefined)}>

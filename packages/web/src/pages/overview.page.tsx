@@ -38,20 +38,28 @@ export function OverviewPage() {
           <dl className="stats">
             <div className="stat">
               <dt>Credits</dt>
-              <dd data-testid="credits">{data.credits_remaining}</dd>
-              <p className="muted">One per image, refunded if an edit fails.</p>
+              <dd>
+                <span className="stat-value" data-testid="credits">
+                  {data.credits_remaining}
+                </span>
+                <span className="muted">One per image, refunded if an edit fails.</span>
+              </dd>
             </div>
             <div className="stat">
               <dt>Plan</dt>
-              <dd className="capitalize">{data.plan}</dd>
-              <p className="muted">
-                {plural(data.limits.per_minute, "image")} a minute, {data.limits.concurrent} at once.
-              </p>
+              <dd>
+                <span className="stat-value capitalize">{data.plan}</span>
+                <span className="muted">
+                  {plural(data.limits.per_minute, "image")} a minute, {data.limits.concurrent} at once.
+                </span>
+              </dd>
             </div>
             <div className="stat">
               <dt>This month</dt>
-              <dd>{data.usage.this_month}</dd>
-              <p className="muted">{data.usage.this_month === 1 ? "image edited" : "images edited"}</p>
+              <dd>
+                <span className="stat-value">{data.usage.this_month}</span>
+                <span className="muted">{data.usage.this_month === 1 ? "image edited" : "images edited"}</span>
+              </dd>
             </div>
           </dl>
           <p>

@@ -24,8 +24,9 @@ export function SignInPage() {
   const [form, setForm] = useState({ email: "", password: "" });
   const signIn = useMutation(
     trpc.auth.signIn.mutationOptions({
-      onSuccess: async () => {
-        await queryClient.invalidateQueries();
+      onSuccess: () => {
+        // Another person may have used this tab: nothing cached (a "signed out" session above all) outlives sign-in.
+        queryClient.clear();
         navigate(safeNext(params.get("next")));
       },
     }),

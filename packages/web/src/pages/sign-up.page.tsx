@@ -1,4 +1,4 @@
-import { useMutation } from "@tanstack/react-query";
+import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link, useLocation } from "wouter";
 import { trpc } from "../api/trpc";
@@ -9,10 +9,15 @@ import { useTitle } from "../components/use-title";
 export function SignUpPage() {
   useTitle("Sign up");
   const [, navigate] = useLocation();
+  const queryClient = useQueryClient();
   const [form, setForm] = useState({ name: "", email: "", password: "" });
   const signUp = useMutation(
     trpc.auth.signUp.mutationOptions({
-      onSuccess: (_data, input) => navigate(`/check-email?email=${encodeURIComponent(input.email)}`),
+      onSuccess: (_data, input) => {
+        // Sign-up opens a session: the cached "nobody signed in" must not send the new account back to sign-in.
+        queryClient.clear();
+        navigate(`/check-email?email=${encodeURIComponent(input.email)}`);
+      },
     }),
   );
   const submit = (event: FormEvent) => {

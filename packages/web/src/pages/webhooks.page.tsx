@@ -6,6 +6,7 @@ import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
 import { formatDate, formatDuration } from "../components/format";
 import { KeyPicker } from "../components/key-picker";
+import { TableRegion } from "../components/table-region";
 import { useTitle } from "../components/use-title";
 
 const STATUS_LABELS: Record<string, string> = { pending: "Retrying", delivered: "Delivered", failed: "Failed" };
@@ -76,7 +77,7 @@ export function WebhooksPage() {
           <p className="muted">No deliveries yet: none of your jobs had a webhook_url.</p>
         ) : null}
         {deliveries.data && deliveries.data.deliveries.length > 0 ? (
-          <div className="table-wrap">
+          <TableRegion label="Webhook deliveries">
             <table>
               <thead>
                 <tr>
@@ -114,7 +115,7 @@ export function WebhooksPage() {
                 ))}
               </tbody>
             </table>
-          </div>
+          </TableRegion>
         ) : null}
       </section>
     </DashboardLayout>
