@@ -36,6 +36,7 @@ const PHOTO = path.join(rootDir, "packages/engine/test/fixtures/coffee.jpg");
 const SCREENSHOTS = process.env.RETOUCH_SCREENSHOTS === "1" ? path.join(rootDir, "docs/dashboard") : undefined;
 const PASSWORD = "correct horse battery";
 const PROMPT = "make it black and white";
+const FAILING_PROMPT = "crop to 5000x5000 pixels";
 
 let app: TestApp;
 let receiver: WebhookReceiver;
@@ -247,6 +248,17 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     await checkAccessibility("playground with a result");
     await screenshot("playground");
 
+    // An edit the picture does not allow fails at run time: the page says why, and the credit comes back.
+    await page.getByRole("button", { name: "Back to the picture" }).click();
+    await page.getByLabel("Prompt", { exact: true }).fill(FAILING_PROMPT);
+    await page.getByRole("button", { name: "Run edit", exact: true }).click();
+    await page
+      .getByRole("alert")
+      .getByText(/failed \(unsupported_instruction\)/)
+      .waitFor({ timeout: 45_000 });
+    await eventually(() => page.getByTestId("playground-credits").textContent()).toBe("8");
+    await checkAccessibility("playground with a failure");
+
     if (ACCOUNT_PROCEDURES_MERGED) {
       await openSection("Overview", "Overview");
       await eventually(() => page.getByTestId("credits").textContent()).toBe("8");
@@ -258,6 +270,10 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     if (ACCOUNT_PROCEDURES_MERGED) {
       await page.getByRole("img", { name: `Result of “${PROMPT}”` }).waitFor();
       await page.getByText("make it sepia").waitFor();
+      // The failed one, with its code and the service's sentence.
+      const failed = page.getByRole("listitem").filter({ hasText: FAILING_PROMPT });
+      await failed.getByText("Failed", { exact: true }).waitFor();
+      await failed.getByText("unsupported_instruction", { exact: true }).waitFor();
     }
     await checkAccessibility("jobs");
     await screenshot("jobs");

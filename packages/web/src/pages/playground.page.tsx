@@ -109,6 +109,10 @@ export function PlaygroundPage() {
       void refreshAccount();
       // The SDK's own loop, at the pace the service asks for (2 to 5 s between checks).
       const status = await retouch.waitForJob(submission.job_id, { intervalMs: 2000, signal: controller.signal });
+      // A failed job's credit is back: the balance after the refund.
+      if (status.credits_remaining !== undefined) {
+        setProgress({ jobId: submission.job_id, creditsRemaining: status.credits_remaining });
+      }
       const result = await retouch.result(submission.job_id, controller.signal);
       if (!result) throw new Error(`Job ${submission.job_id} is still running (${status.status}).`);
       return {
@@ -215,9 +219,11 @@ export function PlaygroundPage() {
             ) : null}
           </div>
 
-          <label>
-            Prompt
+          {/* Not wrapped in its label: a textarea's text is the label's text too, and the name would grow with it. */}
+          <div className="field">
+            <label htmlFor="prompt">Prompt</label>
             <textarea
+              id="prompt"
               name="prompt"
               required
               maxLength={2000}
@@ -226,7 +232,7 @@ export function PlaygroundPage() {
               value={prompt}
               onChange={(event) => setPrompt(event.target.value)}
             />
-          </label>
+          </div>
           {examples.length > 0 ? (
             <div className="examples">
               <p id="examples-label" className="hint">
