@@ -131,6 +131,8 @@ export function openModelThread<Input, Output>(
   };
   const onAbort = () => end(new EngineError("cancelled", "The edit was cancelled.", { cause: signal?.reason }));
   signal?.addEventListener("abort", onAbort, { once: true });
+  // A signal aborted before this (while the caller prepared the input) fires no event any more.
+  if (signal?.aborted) onAbort();
   worker.on("message", (reply: ModelThreadReply<Output>) => {
     if (reply.ok) waiting.shift()?.resolve(reply.output);
     else end(new EngineError("model_failed", `The ${what} failed: ${reply.message}`));
