@@ -10,6 +10,7 @@ import { verificationEmail } from "../mail/verification-email";
 import { PROCESS_IMAGE, QUEUE_CHANNEL } from "../processing/job-queue";
 import { ApiKeysStore } from "../stores/api-keys.store";
 import { JobsStore } from "../stores/jobs.store";
+import { OAuthGrantsStore } from "../stores/oauth-grants.store";
 import { ProfilesStore } from "../stores/profiles.store";
 import { RateLimitsStore } from "../stores/rate-limits.store";
 import { UsersStore } from "../stores/users.store";
@@ -19,6 +20,7 @@ import { AdminService } from "./admin.service";
 import { ApiKeysService } from "./api-keys.service";
 import { CapabilitiesService } from "./capabilities.service";
 import { JobsService } from "./jobs.service";
+import { McpOAuthService } from "./mcp-oauth.service";
 import { ProfilesService } from "./profiles.service";
 import { SubmissionsService } from "./submissions.service";
 import { WebhooksService } from "./webhooks.service";
@@ -57,6 +59,7 @@ export function createServices(deps: ServiceDependencies) {
     users: new UsersStore(db),
     jobs: new JobsStore(db, profilesStore, deliveriesStore),
     webhookDeliveries: deliveriesStore,
+    oauthGrants: new OAuthGrantsStore(db),
   };
   const blobs = deps.blobs ?? new FileBlobStore(path.join(config.dataDir, "blobs"));
   const auth = createAuth({
@@ -103,6 +106,13 @@ export function createServices(deps: ServiceDependencies) {
     webhooks,
     accounts: new AccountsService({ auth, profiles, rateLimits: stores.rateLimits, config, logger }),
     apiKeys: new ApiKeysService(stores.apiKeys),
+    mcpOAuth: new McpOAuthService({
+      auth,
+      users: stores.users,
+      grants: stores.oauthGrants,
+      rateLimits: stores.rateLimits,
+      config,
+    }),
     capabilities: new CapabilitiesService(config),
   };
 }
