@@ -71,6 +71,8 @@ export function createAuth(deps: AuthDependencies) {
       },
     },
     advanced: {
+      // better-auth skips its Origin check when NODE_ENV is "test": tests then run what production runs.
+      disableOriginCheck: false,
       cookiePrefix: COOKIE_PREFIX,
       useSecureCookies: deps.config.publicBaseUrl.startsWith("https:"),
       database: { generateId: ({ model }) => newId(idPrefixByModel[model] ?? "usr") },

@@ -1,22 +1,14 @@
 import type { ResourceServerMetadata } from "@better-auth/oauth-provider";
+import type { z } from "zod";
 import { AUTH_BASE_PATH, type Auth } from "../auth/auth";
 import { MCP_SCOPE, type McpTokenCheck, mcpResource, OAUTH_SCOPES } from "../auth/mcp-oauth.plugin";
 import type { Config } from "../config/env";
 import { RetouchError } from "../errors/retouch-error";
+import type { connectedApp } from "../schemas/connected-apps.schemas";
 import type { OAuthGrantsStore } from "../stores/oauth-grants.store";
 import type { RateLimitsStore } from "../stores/rate-limits.store";
 import type { UsersStore } from "../stores/users.store";
 import type { Principal, RequestInfo } from "./principal";
-
-export interface ConnectedApp {
-  clientId: string;
-  name: string | null;
-  uri: string | null;
-  icon: string | null;
-  scopes: string[];
-  grantedAt: string;
-  lastUsedAt: string | null;
-}
 
 /**
  * The MCP side of the OAuth authorization server: who an access token speaks
@@ -103,16 +95,16 @@ export class McpOAuthService {
     }
   }
 
-  async listConnectedApps(principal: Principal): Promise<ConnectedApp[]> {
+  async listConnectedApps(principal: Principal): Promise<Array<z.infer<typeof connectedApp>>> {
     const grants = await this.deps.grants.listForUser(principal.userId);
     return grants.map((grant) => ({
-      clientId: grant.clientId,
+      client_id: grant.clientId,
       name: grant.clientName,
       uri: grant.clientUri,
       icon: grant.clientIcon,
       scopes: grant.scopes,
-      grantedAt: grant.grantedAt.toISOString(),
-      lastUsedAt: grant.lastTokenAt?.toISOString() ?? null,
+      granted_at: grant.grantedAt.toISOString(),
+      last_used_at: grant.lastTokenAt?.toISOString() ?? null,
     }));
   }
 

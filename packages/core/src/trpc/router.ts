@@ -3,9 +3,11 @@ import { getCapabilities } from "./procedures/get-capabilities.procedure";
 import { getProcessResult } from "./procedures/get-process-result.procedure";
 import { getProcessStatus } from "./procedures/get-process-status.procedure";
 import { getWebhookSecret } from "./procedures/get-webhook-secret.procedure";
+import { listConnectedApps } from "./procedures/list-connected-apps.procedure";
 import { listKeys } from "./procedures/list-keys.procedure";
 import { listWebhookDeliveries } from "./procedures/list-webhook-deliveries.procedure";
 import { resendVerification } from "./procedures/resend-verification.procedure";
+import { revokeConnectedApp } from "./procedures/revoke-connected-app.procedure";
 import { revokeKey } from "./procedures/revoke-key.procedure";
 import { signIn } from "./procedures/sign-in.procedure";
 import { signUp } from "./procedures/sign-up.procedure";
@@ -19,6 +21,7 @@ export const appRouter = router({
   process: router({ submit: submitProcess, status: getProcessStatus, result: getProcessResult }),
   webhooks: router({ secret: getWebhookSecret, deliveries: listWebhookDeliveries }),
   service: router({ capabilities: getCapabilities }),
+  connectedApps: router({ list: listConnectedApps, revoke: revokeConnectedApp }),
 });
 
 export type AppRouter = typeof appRouter;

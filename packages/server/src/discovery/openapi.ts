@@ -423,6 +423,7 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
     { name: "API keys", description: "Mint, list and revoke `pk_` keys" },
     { name: "Jobs", description: "Submit edits, poll their status, fetch the results" },
     { name: "Webhooks", description: "The signing secret and the delivery log of settlement callbacks" },
+    { name: "Connected apps", description: "The MCP apps the account approved through OAuth, and disconnecting them" },
     { name: "MCP", description: "The same operations as tools for agents (Model Context Protocol over Streamable HTTP)" },
   ];
   document.info = {
