@@ -2,6 +2,7 @@ import { parseArgs } from "node:util";
 import { AbortedError, ApiError, JobFailedError, LocalError, NetworkError, TimeoutError } from "@retouch/sdk";
 import { type CommandContext, loadContext, UsageError } from "./command-context";
 import { login, logout, resendVerification, signup } from "./commands/account.commands";
+import { listJobs, whoami } from "./commands/account-overview.commands";
 import { EditsFailedError, edit, result, status } from "./commands/jobs.commands";
 import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.commands";
 import { capabilities } from "./commands/service.commands";
@@ -46,12 +47,18 @@ const COMMANDS: Command[] = [
     summary: "sign in, or store an API key",
     run: login,
   },
-  { words: ["logout"], usage: "logout", summary: "forget the stored session and key", run: logout },
+  { words: ["logout"], usage: "logout", summary: "end the session and forget the stored session and key", run: logout },
   {
     words: ["resend-verification"],
     usage: "resend-verification [--email <address>]",
     summary: "email a fresh verification link",
     run: resendVerification,
+  },
+  {
+    words: ["whoami"],
+    usage: "whoami",
+    summary: "your account: email, plan and limits, credits, jobs this month",
+    run: whoami,
   },
   { words: ["keys", "list"], usage: "keys list", summary: "list your API keys", run: listKeys },
   {
@@ -67,6 +74,12 @@ const COMMANDS: Command[] = [
     summary: "edit images and save the results (several images run as batches)",
     details: EDIT_OPTIONS,
     run: edit,
+  },
+  {
+    words: ["jobs"],
+    usage: "jobs [--limit <n>] [--all]",
+    summary: "your recent jobs, newest first (--all: every one)",
+    run: listJobs,
   },
   { words: ["status"], usage: "status <job_id|batch_id>", summary: "show a job's (or a batch's) status", run: status },
   { words: ["result"], usage: "result <job_id> [-o file]", summary: "print a job's result link, or save the image", run: result },
@@ -152,6 +165,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<numbe
         "no-wait": { type: "boolean" },
         timeout: { type: "string" },
         "batch-size": { type: "string" },
+        limit: { type: "string" },
+        all: { type: "boolean" },
       },
     });
   } catch (error) {

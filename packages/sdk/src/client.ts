@@ -9,6 +9,9 @@ type Outputs = {
   result: AppRouter["process"]["result"]["_def"]["$types"]["output"];
   session: AppRouter["auth"]["signIn"]["_def"]["$types"]["output"];
   capabilities: AppRouter["service"]["capabilities"]["_def"]["$types"]["output"];
+  account: AppRouter["account"]["get"]["_def"]["$types"]["output"];
+  jobs: AppRouter["jobs"]["list"]["_def"]["$types"]["output"];
+  sessionState: AppRouter["auth"]["session"]["_def"]["$types"]["output"];
 };
 
 export type OutputFormat = "jpeg" | "png" | "webp";
@@ -38,6 +41,13 @@ export type JobStatus = Extract<Outputs["status"], { status: string }>;
 export type BatchStatus = Extract<Outputs["status"], { batch_id: string }>;
 export type JobResult = Extract<Outputs["result"], { url: string }>;
 export type Capabilities = Outputs["capabilities"];
+/** Plan, limits, balance and this month's usage (`GET /api/account`). */
+export type Account = Outputs["account"];
+/** One page of `GET /api/jobs`: `jobs` newest first, and `next_cursor` (null on the last page). */
+export type JobsPage = Outputs["jobs"];
+export type JobListing = JobsPage["jobs"][number];
+/** The signed-in user and when the session ends, or null (`GET /auth/get-session`). */
+export type SessionState = Outputs["sessionState"];
 export type Session = Outputs["session"] & {
   /** `name=value` of the session cookie, to send as a `Cookie` header (Node; browsers keep it themselves). */
   cookie: string | undefined;
@@ -181,6 +191,36 @@ export class Retouch {
     await this.call(() => this.api.auth.resendVerification.mutate({ email }));
   }
 
+  /** Who the `sessionCookie` belongs to, or null when it is missing or ended. */
+  session(): Promise<SessionState> {
+    return this.call(() => this.api.auth.session.query());
+  }
+
+  /** Ends the `sessionCookie`'s session on the server (API keys are not affected). */
+  async signOut(): Promise<void> {
+    await this.call(() => this.api.auth.signOut.mutate());
+  }
+
+  /** Emails a reset link if the address has an account (the answer is the same either way). Not retried: it is rate limited. */
+  async requestPasswordReset(email: string, options: { redirectTo?: string } = {}): Promise<void> {
+    const input = { email, ...(options.redirectTo !== undefined ? { redirect_to: options.redirectTo } : {}) };
+    await this.api.auth.requestPasswordReset.mutate(input).catch((error: unknown) => {
+      throw toError(error);
+    });
+  }
+
+  /** Sets a new password with the token of the emailed link; every session of the account ends. */
+  async resetPassword(token: string, newPassword: string): Promise<void> {
+    await this.api.auth.resetPassword.mutate({ token, new_password: newPassword }).catch((error: unknown) => {
+      throw toError(error);
+    });
+  }
+
+  /** The account: email, plan and its limits, credits left, jobs charged this month. */
+  account(): Promise<Account> {
+    return this.call(() => this.api.account.get.query());
+  }
+
   private async sessionCall(run: (api: TRPCClient<AppRouter>) => Promise<Outputs["session"]>): Promise<Session> {
     let cookie: string | undefined;
     const api = this.createApi((response) => {
@@ -223,6 +263,33 @@ export class Retouch {
   }
 
   // Jobs
+
+  /** One page of your jobs, newest first; pass the page's `next_cursor` as `cursor` for the next one. */
+  jobs(options: { limit?: number; cursor?: string; signal?: AbortSignal } = {}): Promise<JobsPage> {
+    const input = {
+      ...(options.limit !== undefined ? { limit: options.limit } : {}),
+      ...(options.cursor !== undefined ? { cursor: options.cursor } : {}),
+    };
+    return this.call(() => this.api.jobs.list.query(input, options.signal ? { signal: options.signal } : {}), options.signal);
+  }
+
+  /**
+   * Every job, newest first, fetching pages as the loop goes:
+   * `for await (const job of retouch.allJobs()) ...`. Jobs created while it
+   * runs are not included (pages never shift).
+   */
+  async *allJobs(options: { pageSize?: number; signal?: AbortSignal } = {}): AsyncGenerator<JobListing, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.jobs({
+        ...(options.pageSize !== undefined ? { limit: options.pageSize } : { limit: 100 }),
+        ...(cursor !== undefined ? { cursor } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      yield* page.jobs;
+      cursor = page.next_cursor ?? undefined;
+    } while (cursor !== undefined);
+  }
 
   /**
    * Starts one job. An Idempotency-Key is sent (generated unless given), so

@@ -338,11 +338,12 @@ describe("PKCE and resource binding", () => {
   it("an authorization request without a code challenge, or with `plain`, goes back to the client as invalid_request", async () => {
     const { authorizeUrl, cookie } = await registeredClient("198.51.100.1");
     const { challenge } = pkcePair();
-    for (const params of [
+    const cases: Array<Record<string, string>> = [
       { resource: `${base}/mcp` },
       { resource: `${base}/mcp`, code_challenge: challenge, code_challenge_method: "plain" },
       { resource: `${base}/mcp`, code_challenge: challenge },
-    ]) {
+    ];
+    for (const params of cases) {
       const answer = await navigate(authorizeUrl(params), cookie);
       expect(answer.status).toBe(302);
       expect(`${answer.location?.origin}${answer.location?.pathname}`).toBe(REDIRECT_URI);

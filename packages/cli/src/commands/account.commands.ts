@@ -44,8 +44,25 @@ export async function login(ctx: CommandContext): Promise<void> {
 }
 
 export async function logout(ctx: CommandContext): Promise<void> {
+  const sessionCookie = ctx.config.sessionCookie;
+  let ended = false;
+  if (sessionCookie) {
+    // The session ends on the server too, so a copy of the cookie stops working; offline, it is still forgotten here.
+    const { Retouch } = await import("@retouch/sdk");
+    ended = await new Retouch({ baseUrl: ctx.baseUrl, sessionCookie, maxRetries: 0 })
+      .signOut()
+      .then(() => true)
+      .catch((error: unknown) => {
+        ctx.out.info(`The server could not end the session (${(error as Error).message}); it is forgotten here anyway.`);
+        return false;
+      });
+  }
   await saveConfig(ctx, { sessionCookie: undefined, apiKey: undefined });
-  ctx.out.result({ ok: true }, () => "Signed out: the stored session and key were removed from this machine.");
+  ctx.out.result({ ok: true, session_ended: ended }, () =>
+    ended
+      ? "Signed out: the session was ended on the server, and the stored session and key were removed from this machine."
+      : "Signed out: the stored session and key were removed from this machine.",
+  );
 }
 
 export async function resendVerification(ctx: CommandContext): Promise<void> {

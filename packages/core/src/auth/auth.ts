@@ -13,6 +13,11 @@ export const MAX_PASSWORD_LENGTH = 256;
 
 const COOKIE_PREFIX = "retouch";
 
+/** The dashboard's page that takes the emailed reset token (`/reset-password?token=...`). */
+export const RESET_PASSWORD_PAGE = "/reset-password";
+/** How long a password reset link works. */
+export const RESET_PASSWORD_TOKEN_TTL_SECONDS = 3600;
+
 /** The session cookie's name: `retouch.session_token`, `__Secure-` prefixed behind https. */
 export function sessionCookieName(publicBaseUrl: string): string {
   return `${publicBaseUrl.startsWith("https:") ? "__Secure-" : ""}${COOKIE_PREFIX}.session_token`;
@@ -39,6 +44,21 @@ export interface AuthDependencies {
   logger: Logger;
   /** Called after sign-up with the link that verifies the address. */
   sendVerificationLink(user: { id: string; email: string; name: string }, link: string): Promise<void>;
+  /** Called for a reset request of a registered address, with the dashboard link that carries the token. */
+  sendPasswordResetLink(user: { id: string; email: string; name: string }, link: string): Promise<void>;
+}
+
+/**
+ * The emailed link: the dashboard's reset page with the token and, when the
+ * request named one, where to go afterwards. better-auth's own `url` points at
+ * its unmounted HTTP handler; it carries the request's `redirectTo` as `callbackURL`.
+ */
+function resetPasswordLink(publicBaseUrl: string, token: string, betterAuthUrl: string): string {
+  const link = new URL(`${publicBaseUrl}${RESET_PASSWORD_PAGE}`);
+  link.searchParams.set("token", token);
+  const redirectTo = new URL(betterAuthUrl).searchParams.get("callbackURL");
+  if (redirectTo) link.searchParams.set("redirect_to", redirectTo);
+  return link.href;
 }
 
 /**
@@ -62,7 +82,18 @@ export function createAuth(deps: AuthDependencies) {
       maxPasswordLength: MAX_PASSWORD_LENGTH,
       autoSignIn: true,
       requireEmailVerification: false,
+      resetPasswordTokenExpiresIn: RESET_PASSWORD_TOKEN_TTL_SECONDS,
+      // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
+      revokeSessionsOnPasswordReset: true,
+      sendResetPassword: async ({ user, url, token }) => {
+        await deps.sendPasswordResetLink(
+          { id: user.id, email: user.email, name: user.name },
+          resetPasswordLink(deps.config.publicBaseUrl, token, url),
+        );
+      },
     },
+    // Reset tokens are kept as hashes, like session tokens: a database dump holds no working link.
+    verification: { storeIdentifier: "hashed" },
     emailVerification: {
       sendOnSignUp: true,
       expiresIn: 3 * 24 * 3600,

@@ -10,6 +10,10 @@ export const ERROR_CODES = {
     status: 400,
     message: "The batch is larger than your plan's concurrent-jobs limit; submit fewer images per call.",
   },
+  reset_token_invalid: {
+    status: 400,
+    message: "This password reset link is invalid, expired or already used; request a new one.",
+  },
   unsupported_instruction: {
     status: 400,
     message: "This server cannot carry out the prompt; GET /api/capabilities lists what it can do. Nothing was charged.",

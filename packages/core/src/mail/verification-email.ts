@@ -1,7 +1,5 @@
+import { escapeHtml } from "./escape-html";
 import type { MailMessage } from "./mailer";
-
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c] as string);
 
 export function verificationEmail(to: { email: string; name: string }, link: string): MailMessage {
   const greeting = to.name ? `Hi ${to.name},` : "Hi,";

@@ -1,8 +1,10 @@
 import { isAPIError } from "better-auth/api";
 import type { Auth } from "../auth/auth";
 import type { Config } from "../config/env";
+import { isPlanName, PLAN_LIMITS } from "../config/plans";
 import { RetouchError } from "../errors/retouch-error";
 import type { Logger } from "../lib/logger";
+import type { JobsStore } from "../stores/jobs.store";
 import type { RateLimitsStore } from "../stores/rate-limits.store";
 import type { Principal, RequestInfo } from "./principal";
 import type { ProfilesService } from "./profiles.service";
@@ -25,6 +27,11 @@ export interface SessionResult {
   setCookie: string[];
 }
 
+export interface SessionState {
+  user: { id: string; email: string; name: string; email_verified: boolean };
+  session: { expires_at: string };
+}
+
 export type EmailVerificationOutcome =
   | { verified: true; email: string | undefined }
   | { verified: false; reason: "expired" | "invalid" };
@@ -41,6 +48,7 @@ export class AccountsService {
     private readonly deps: {
       auth: Auth;
       profiles: ProfilesService;
+      jobs: Pick<JobsStore, "countCharged">;
       rateLimits: RateLimitsStore;
       config: Pick<Config, "signupRateLimit" | "signInFailuresPerAddress" | "signInFailuresPerAccount">;
       logger: Logger;
@@ -126,6 +134,91 @@ export class AccountsService {
     await this.limitPerIp("verification-mail", request, "Too many verification emails requested from this address");
     // No session headers: better-auth then takes its enumeration-safe path (constant time, same answer).
     await this.deps.auth.api.sendVerificationEmail({ body: { email }, headers: new Headers() });
+    return { ok: true };
+  }
+
+  /** The account page: who, which plan and its limits, the balance, and the jobs charged this month (UTC). */
+  async overview(principal: Principal) {
+    const now = new Date();
+    const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+    const [profile, thisMonth] = await Promise.all([
+      this.deps.profiles.get(principal.userId),
+      this.deps.jobs.countCharged(principal.userId, monthStart),
+    ]);
+    // An unknown plan name counts as free, as the submission function does.
+    const plan = isPlanName(profile.plan) ? profile.plan : "free";
+    const limits = PLAN_LIMITS[plan];
+    return {
+      email: principal.email,
+      name: principal.name,
+      email_verified: principal.emailVerified,
+      plan,
+      credits_remaining: profile.credits,
+      limits: { per_minute: limits.submissionsPerMinute, concurrent: limits.concurrentJobs },
+      usage: { this_month: thisMonth },
+    };
+  }
+
+  /**
+   * The session the cookie carries, or null. better-auth may extend a session
+   * that is used (and refresh its cookie) or expire a dead cookie: those
+   * `Set-Cookie` values are passed on.
+   */
+  async currentSession(headers: Headers): Promise<{ state: SessionState | null; setCookie: string[] }> {
+    if (!headers.get("cookie")) return { state: null, setCookie: [] };
+    const { headers: responseHeaders, response } = await this.deps.auth.api.getSession({ headers, returnHeaders: true });
+    const setCookie = responseHeaders.getSetCookie();
+    if (!response) return { state: null, setCookie };
+    const { user, session } = response;
+    return {
+      state: {
+        user: { id: user.id, email: user.email, name: user.name, email_verified: user.emailVerified },
+        session: { expires_at: new Date(session.expiresAt).toISOString() },
+      },
+      setCookie,
+    };
+  }
+
+  /** Deletes the cookie's session (if it is live) and answers the `Set-Cookie` values that clear it in the browser. */
+  async signOut(headers: Headers): Promise<{ ok: true; setCookie: string[] }> {
+    const { headers: responseHeaders } = await this.deps.auth.api.signOut({ headers, returnHeaders: true });
+    return { ok: true, setCookie: responseHeaders.getSetCookie() };
+  }
+
+  /**
+   * Emails a reset link when the address has an account. The answer is the
+   * same, and takes as long, either way (better-auth's unknown-address path
+   * mimics the known one; the mail is sent after the answer), so it reveals
+   * nothing about which addresses are registered.
+   */
+  async requestPasswordReset(
+    input: { email: string; redirectTo?: string | undefined },
+    request: RequestInfo,
+  ): Promise<{ ok: true }> {
+    await this.limitPerIp("password-reset", request, "Too many password reset requests from this address");
+    await this.deps.auth.api.requestPasswordReset({
+      body: { email: input.email, ...(input.redirectTo ? { redirectTo: input.redirectTo } : {}) },
+      headers: new Headers(),
+    });
+    return { ok: true };
+  }
+
+  /** Sets the new password from an emailed token (once); every session of the account is revoked. */
+  async resetPassword(input: { token: string; newPassword: string }): Promise<{ ok: true }> {
+    try {
+      await this.deps.auth.api.resetPassword({
+        body: { token: input.token, newPassword: input.newPassword },
+        headers: new Headers(),
+      });
+    } catch (error) {
+      const code = authErrorCode(error);
+      if (code === "INVALID_TOKEN" || code === "USER_NOT_FOUND") throw new RetouchError("reset_token_invalid");
+      if (code === "PASSWORD_TOO_SHORT" || code === "PASSWORD_TOO_LONG") {
+        throw new RetouchError("invalid_request", isAPIError(error) ? error.message : undefined);
+      }
+      throw error;
+    }
+    this.deps.logger.info("password reset");
     return { ok: true };
   }
 

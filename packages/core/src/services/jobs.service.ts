@@ -1,9 +1,11 @@
 import type { Config } from "../config/env";
 import { isJobFailureCode, JOB_FAILURE_CODES, type PublicJobFailure } from "../errors/job-failure-codes";
 import { RetouchError } from "../errors/retouch-error";
+import type { PageCursors } from "../lib/page-cursor";
 import type { UrlSigner } from "../lib/signed-urls";
+import type { JobListing } from "../schemas/jobs.schemas";
 import type { ResultOutput } from "../schemas/process.schemas";
-import type { BatchJobRow, JobRow, JobsStore } from "../stores/jobs.store";
+import type { BatchJobRow, JobPosition, JobRow, JobsStore } from "../stores/jobs.store";
 import type { Principal } from "./principal";
 
 /** The spec's text for a failed job; why it failed is said beside it (`error_code`, `error_message`). */
@@ -43,12 +45,62 @@ export function failureOf(job: Pick<BatchJobRow, "error_code" | "error_message" 
   };
 }
 
+/** What a job cursor holds: `created_at` to the microsecond (UTC) and the job id. */
+const CURSOR_CREATED_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+const CURSOR_JOB_ID = /^job_[0-9a-z]{26}$/;
+
 export class JobsService {
   constructor(
     private readonly store: JobsStore,
     private readonly signer: UrlSigner,
     private readonly config: Pick<Config, "publicBaseUrl">,
+    private readonly cursors: PageCursors,
   ) {}
+
+  /**
+   * One page of the caller's jobs, newest first, single and batch jobs alike.
+   * The cursor is sealed to the account, so it resumes only that account's
+   * listing; anything else sent as a cursor is a 400.
+   */
+  async list(principal: Principal, input: { limit: number; cursor?: string | undefined }) {
+    const after = input.cursor === undefined ? undefined : this.openCursor(principal, input.cursor);
+    // One row more than asked says whether there is a next page.
+    const rows = await this.store.pageForUser(principal.userId, { limit: input.limit + 1, ...(after ? { after } : {}) });
+    const page = rows.slice(0, input.limit);
+    const last = page.at(-1);
+    return {
+      jobs: page.map((job) => this.listing(job)),
+      next_cursor:
+        rows.length > input.limit && last
+          ? this.cursors.seal(principal.userId, [last.position.createdAt, last.position.id])
+          : null,
+    };
+  }
+
+  private listing(job: JobRow): JobListing {
+    const failure = job.status === "error" ? failureOf(job) : undefined;
+    return {
+      id: job.id,
+      batch_id: job.batch_id,
+      status: job.status,
+      prompt: job.prompt,
+      created_at: job.created_at.toISOString(),
+      metadata: job.status === "pending" ? null : metadataOf(job),
+      error_code: failure?.error_code ?? null,
+      error_message: failure?.error_message ?? null,
+      result_url: job.status === "done" && job.result_blob && job.result_format ? this.resultUrl(job).url : null,
+    };
+  }
+
+  private openCursor(principal: Principal, cursor: string): JobPosition {
+    const [createdAt, id, ...rest] = this.cursors.open(principal.userId, cursor) ?? [];
+    if (createdAt && id && rest.length === 0 && CURSOR_CREATED_AT.test(createdAt) && CURSOR_JOB_ID.test(id)) {
+      return { createdAt, id };
+    }
+    const message =
+      "is not a cursor this API gave your account (it is malformed, was changed, or belongs to another account): pass next_cursor exactly as received, or leave cursor out to start from the newest job";
+    throw new RetouchError("invalid_request", `Invalid request: cursor: ${message}`, { issues: [{ path: "cursor", message }] });
+  }
 
   async jobStatus(principal: Principal, jobId: string) {
     const job = await this.ownJob(principal, jobId);

@@ -1,11 +1,13 @@
 import path from "node:path";
-import { createAuth } from "../auth/auth";
+import { createAuth, RESET_PASSWORD_TOKEN_TTL_SECONDS } from "../auth/auth";
 import { type BlobStore, FileBlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import type { Logger } from "../lib/logger";
+import { PageCursors } from "../lib/page-cursor";
 import { UrlSigner } from "../lib/signed-urls";
 import type { Mailer } from "../mail/mailer";
+import { passwordResetEmail } from "../mail/password-reset-email";
 import { verificationEmail } from "../mail/verification-email";
 import { PROCESS_IMAGE, QUEUE_CHANNEL } from "../processing/job-queue";
 import { ApiKeysStore } from "../stores/api-keys.store";
@@ -36,7 +38,7 @@ export interface ServiceDependencies {
   config: Config;
   logger: Logger;
   mailer: Mailer;
-  /** Signs session cookies, verification tokens and result links. */
+  /** Signs session cookies, verification tokens, result links and page cursors. */
   authSecret: string;
   /** The durable queue (the host owns it): jobs to process, webhook attempts to make. */
   queue: QueueClient;
@@ -73,9 +75,20 @@ export function createServices(deps: ServiceDependencies) {
       if (mailer.kind === "outbox")
         logger.info({ to: user.email, file: location, link }, "verification email written to the outbox");
     },
+    sendPasswordResetLink: async (user, link) => {
+      // Not awaited: the answer must take as long for an unknown address, which gets no mail, as for a known one.
+      void mailer
+        .send(passwordResetEmail(user, link, RESET_PASSWORD_TOKEN_TTL_SECONDS / 60))
+        .then(({ location }) => {
+          // The link itself is a credential: only where the mail went is logged.
+          if (mailer.kind === "outbox")
+            logger.info({ to: user.email, file: location }, "password reset email written to the outbox");
+        })
+        .catch((error: unknown) => logger.error({ err: error, userId: user.id }, "could not send a password reset email"));
+    },
   });
   const profiles = new ProfilesService(stores.profiles, config);
-  const jobsService = new JobsService(stores.jobs, new UrlSigner(deps.authSecret), config);
+  const jobsService = new JobsService(stores.jobs, new UrlSigner(deps.authSecret), config, new PageCursors(deps.authSecret));
   const webhooks = new WebhooksService({
     deliveries: stores.webhookDeliveries,
     jobs: stores.jobs,
@@ -104,7 +117,7 @@ export function createServices(deps: ServiceDependencies) {
     }),
     jobs: jobsService,
     webhooks,
-    accounts: new AccountsService({ auth, profiles, rateLimits: stores.rateLimits, config, logger }),
+    accounts: new AccountsService({ auth, profiles, jobs: stores.jobs, rateLimits: stores.rateLimits, config, logger }),
     apiKeys: new ApiKeysService(stores.apiKeys),
     mcpOAuth: new McpOAuthService({
       auth,

@@ -5,6 +5,12 @@ import type { ProfilesStore } from "./profiles.store";
 import type { WebhookDeliveriesStore } from "./webhook-deliveries.store";
 
 export type JobRow = Selectable<JobTable>;
+/** Where a job sits in an account's newest-first listing: `created_at` to the microsecond (ISO 8601, UTC) and the id. */
+export interface JobPosition {
+  createdAt: string;
+  id: string;
+}
+
 export type BatchJobRow = Pick<JobRow, "id" | "status" | "error_code" | "error_message" | "rejection">;
 
 /** A job row a submission writes: pending (charged 1 credit) or, for a batch item that could not start, error. */
@@ -162,6 +168,45 @@ export class JobsStore {
 
   async findForUser(userId: string, jobId: string): Promise<JobRow | undefined> {
     return this.db.selectFrom("jobs").selectAll().where("id", "=", jobId).where("user_id", "=", userId).executeTakeFirst();
+  }
+
+  /**
+   * A page of the account's jobs, newest first, strictly after `after` in that
+   * order: keyset pagination on `(created_at, id)` (index
+   * `jobs_user_created_idx`), so jobs created meanwhile never shift a page.
+   * Each row carries its `created_at` to the microsecond as text, the
+   * position a cursor resumes from (a JavaScript Date keeps milliseconds only).
+   */
+  async pageForUser(
+    userId: string,
+    options: { limit: number; after?: JobPosition },
+  ): Promise<Array<JobRow & { position: JobPosition }>> {
+    let query = this.db
+      .selectFrom("jobs")
+      .selectAll()
+      .select(sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as("position_created_at"))
+      .where("user_id", "=", userId);
+    if (options.after) {
+      query = query.where(sql<boolean>`(created_at, id) < (${options.after.createdAt}::timestamptz, ${options.after.id})`);
+    }
+    const rows = await query.orderBy("created_at", "desc").orderBy("id", "desc").limit(options.limit).execute();
+    return rows.map(({ position_created_at, ...row }) => ({ ...row, position: { createdAt: position_created_at, id: row.id } }));
+  }
+
+  /**
+   * Jobs created since `since` that still hold their credit: pending or done
+   * (a failed job's refund sets its `credits_used` to 0; a batch item that
+   * never started was never charged).
+   */
+  async countCharged(userId: string, since: Date): Promise<number> {
+    const row = await this.db
+      .selectFrom("jobs")
+      .select((eb) => eb.fn.countAll<string>().as("count"))
+      .where("user_id", "=", userId)
+      .where("created_at", ">=", since)
+      .where("credits_used", ">", 0)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
   }
 
   async find(jobId: string): Promise<JobRow | undefined> {

@@ -29,8 +29,11 @@ export function createContext(services: Services, request: Partial<RequestInfo> 
   };
 }
 
-/** The session body for the client; its cookie goes out as `Set-Cookie`. */
-export function sessionResponse(ctx: Context, { setCookie, ...session }: SessionResult): Omit<SessionResult, "setCookie"> {
+/** The body for the client of a session operation (sign-in, sign-out...); its cookies go out as `Set-Cookie`. */
+export function sessionResponse<T extends Pick<SessionResult, "setCookie">>(
+  ctx: Context,
+  { setCookie, ...body }: T,
+): Omit<T, "setCookie"> {
   for (const cookie of setCookie) ctx.responseHeaders.push(["Set-Cookie", cookie]);
-  return session;
+  return body;
 }

@@ -1,23 +1,39 @@
 import { createKey } from "./procedures/create-key.procedure";
+import { getAccount } from "./procedures/get-account.procedure";
 import { getCapabilities } from "./procedures/get-capabilities.procedure";
 import { getProcessResult } from "./procedures/get-process-result.procedure";
 import { getProcessStatus } from "./procedures/get-process-status.procedure";
+import { getSession } from "./procedures/get-session.procedure";
 import { getWebhookSecret } from "./procedures/get-webhook-secret.procedure";
 import { listConnectedApps } from "./procedures/list-connected-apps.procedure";
+import { listJobs } from "./procedures/list-jobs.procedure";
 import { listKeys } from "./procedures/list-keys.procedure";
 import { listWebhookDeliveries } from "./procedures/list-webhook-deliveries.procedure";
+import { requestPasswordReset } from "./procedures/request-password-reset.procedure";
 import { resendVerification } from "./procedures/resend-verification.procedure";
+import { resetPassword } from "./procedures/reset-password.procedure";
 import { revokeConnectedApp } from "./procedures/revoke-connected-app.procedure";
 import { revokeKey } from "./procedures/revoke-key.procedure";
 import { signIn } from "./procedures/sign-in.procedure";
+import { signOut } from "./procedures/sign-out.procedure";
 import { signUp } from "./procedures/sign-up.procedure";
 import { submitProcess } from "./procedures/submit-process.procedure";
 import { router } from "./trpc";
 
 /** Every operation of the service, defined once. REST, MCP and the SDK are views of this router. */
 export const appRouter = router({
-  auth: router({ signUp, signIn, resendVerification }),
+  auth: router({
+    signUp,
+    signIn,
+    resendVerification,
+    session: getSession,
+    signOut,
+    requestPasswordReset,
+    resetPassword,
+  }),
+  account: router({ get: getAccount }),
   keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
+  jobs: router({ list: listJobs }),
   process: router({ submit: submitProcess, status: getProcessStatus, result: getProcessResult }),
   webhooks: router({ secret: getWebhookSecret, deliveries: listWebhookDeliveries }),
   service: router({ capabilities: getCapabilities }),

@@ -71,6 +71,8 @@ Retouch edits an existing image; it cannot generate one from nothing. The prompt
 2. Open the verification link emailed to that address.
 3. \`POST ${base}/api/keys\` with \`{"name": "..."}\` and the session cookie: returns the API key (\`pk_...\`) once.
 
+With the key (or the cookie), \`GET ${base}/api/account\` shows the plan, its limits, the credits left and the jobs charged this month; \`GET ${base}/api/jobs\` lists past jobs, newest first (pass \`next_cursor\` back as \`cursor\` for older ones).
+
 ## Editing an image
 
 1. \`POST ${base}/api/process\` with \`Authorization: Bearer pk_...\` and \`{"image": "<base64 JPEG/PNG/WebP>", "prompt": "remove the background"}\` (or \`"image_url": "https://..."\`, a public address the service fetches) → \`{"job_id", "credits_remaining"}\`. Optional: \`format\` (jpeg, png, webp), \`quality\` (1-100), \`mask\`, \`detect\`, \`webhook_url\`, or \`{"images": [...]}\` for a batch. Send an \`Idempotency-Key\` header to retry safely.

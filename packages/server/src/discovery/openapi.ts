@@ -261,7 +261,8 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
         type: "apiKey",
         in: "cookie",
         name: sessionCookieName(config.publicBaseUrl),
-        description: "The session cookie set by sign-up and sign-in (accepted on the key-management routes)",
+        description:
+          "The session cookie set by sign-up and sign-in (accepted on the key-management, account and job-listing routes)",
       },
     },
   }) as OpenAPIObject & { paths: Record<string, Record<string, Operation>> };
@@ -312,16 +313,16 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
     }
   }
 
-  // Sign-up and sign-in set the session cookie.
-  for (const path of ["/auth/sign-up/email", "/auth/sign-in/email"]) {
-    const ok = document.paths[path]?.post?.responses?.["200"];
-    if (ok)
-      ok.headers = {
-        "Set-Cookie": {
-          description: "The session cookie (`retouch.session_token=...`); resend it in a `Cookie` header",
-          schema: { type: "string" },
-        },
-      };
+  // Sign-up and sign-in set the session cookie; sign-out clears it; reading the session may refresh it.
+  const setCookie: Array<[method: string, path: string, description: string]> = [
+    ["post", "/auth/sign-up/email", "The session cookie (`retouch.session_token=...`); resend it in a `Cookie` header"],
+    ["post", "/auth/sign-in/email", "The session cookie (`retouch.session_token=...`); resend it in a `Cookie` header"],
+    ["post", "/auth/sign-out", "Clears the session cookie (`Max-Age=0`)"],
+    ["get", "/auth/get-session", "When the session was extended, the refreshed cookie; when it ended, one that clears it"],
+  ];
+  for (const [method, path, description] of setCookie) {
+    const ok = document.paths[path]?.[method]?.responses?.["200"];
+    if (ok) ok.headers = { "Set-Cookie": { description, schema: { type: "string" } } };
   }
 
   // A submission is one image or a batch; the router's single object cannot say "one of".
@@ -419,9 +420,13 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
     },
   };
   document.tags = [
-    { name: "Accounts", description: "Sign up, verify the email, sign in" },
+    {
+      name: "Accounts",
+      description:
+        "Sign up, verify the email, sign in and out, reset a forgotten password; the account's plan, balance and usage",
+    },
     { name: "API keys", description: "Mint, list and revoke `pk_` keys" },
-    { name: "Jobs", description: "Submit edits, poll their status, fetch the results" },
+    { name: "Jobs", description: "Submit edits, poll their status, fetch the results, list past jobs" },
     { name: "Webhooks", description: "The signing secret and the delivery log of settlement callbacks" },
     { name: "Connected apps", description: "The MCP apps the account approved through OAuth, and disconnecting them" },
     { name: "MCP", description: "The same operations as tools for agents (Model Context Protocol over Streamable HTTP)" },

@@ -1,0 +1,140 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
+import { request } from "../../../test/support/http-client";
+import { productPhoto } from "../../../test/support/images";
+import { insertPendingJob } from "../../../test/support/jobs";
+import { startTestApp, type TestApp } from "../../../test/support/test-app";
+
+/** `retouch whoami`, `retouch jobs` and `retouch logout`: the built binary against a real Retouch. */
+const execFileAsync = promisify(execFile);
+const binary = path.join(path.resolve(path.dirname(fileURLToPath(import.meta.url)), ".."), "dist", "cli.js");
+
+let app: TestApp;
+let home: string;
+let account: KeyedAccount;
+
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileAsync(process.execPath, [binary, ...args], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        HOME: home,
+        RETOUCH_CONFIG: path.join(home, "config.json"),
+        RETOUCH_BASE_URL: app.url,
+        ...env,
+      },
+    });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+beforeAll(async () => {
+  app = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
+  home = await mkdtemp(path.join(os.tmpdir(), "retouch-cli-account-"));
+  account = await keyedAccount(app, { plan: "core", credits: 30 });
+}, 120_000);
+afterAll(async () => {
+  await app.close();
+  await rm(home, { recursive: true, force: true });
+});
+
+describe("retouch whoami", () => {
+  it("prints the account with a key, and the same as JSON", async () => {
+    const human = await cli(["whoami"], { RETOUCH_API_KEY: account.key });
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toContain(`${account.name} <${account.email}>`);
+    expect(human.stdout).toMatch(/Plan:\s+core \(40 images a minute, 25 at once\)/);
+    expect(human.stdout).toMatch(/Credits:\s+30/);
+    expect(human.stdout).toMatch(/Usage:\s+0 jobs charged this month \(UTC\)/);
+
+    const json = await cli(["whoami", "--json"], { RETOUCH_API_KEY: account.key });
+    expect(JSON.parse(json.stdout)).toEqual((await request(app.url, "GET", "/api/account", { key: account.key })).body);
+  });
+
+  it("works with the stored session after login, and asks to sign in without credentials (exit 2)", async () => {
+    const login = await cli(["login", "--email", account.email], { RETOUCH_PASSWORD: account.password });
+    expect(login.code, login.stderr).toBe(0);
+    const whoami = await cli(["whoami", "--json"]);
+    expect(JSON.parse(whoami.stdout)).toMatchObject({ email: account.email, plan: "core" });
+    await writeFile(path.join(home, "config.json"), "{}");
+    const nobody = await cli(["whoami"]);
+    expect(nobody.code).toBe(2);
+    expect(nobody.stderr).toContain("not signed in");
+  });
+});
+
+describe("retouch jobs", () => {
+  it("lists edits newest first with their outcome: a page, or every job with --all", async () => {
+    const photo = path.join(home, "photo.png");
+    await writeFile(photo, await productPhoto());
+    const done = await cli(["edit", photo, "make it black and white", "-o", path.join(home, "bw.jpg")], {
+      RETOUCH_API_KEY: account.key,
+    });
+    expect(done.code, done.stderr).toBe(0);
+    const failed = await cli(["edit", photo, "crop to 5000x5000 pixels", "-o", path.join(home, "big.jpg")], {
+      RETOUCH_API_KEY: account.key,
+    });
+    expect(failed.code).toBe(6);
+    for (let i = 0; i < 3; i++) await insertPendingJob(app.services, account.userId, { prompt: `queued ${i}` });
+
+    const page = await cli(["jobs", "--limit", "2"], { RETOUCH_API_KEY: account.key });
+    expect(page.code, page.stderr).toBe(0);
+    const lines = page.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID\s+STATUS\s+CREATED\s+PROMPT\s+RESULT$/);
+    expect(lines[1]).toMatch(/^job_\S+\s+pending\s+\S+\s+queued 2$/);
+    expect(lines[2]).toMatch(/queued 1$/);
+    expect(page.stdout).toContain("Older jobs: retouch jobs --all");
+
+    const all = await cli(["jobs", "--all"], { RETOUCH_API_KEY: account.key });
+    expect(all.stdout).toMatch(/error\s+\S+\s+crop to 5000x5000 pixels\s+unsupported_instruction: Cannot crop/);
+    expect(all.stdout).toMatch(/done\s+\S+\s+make it black and white\s+jpeg 320x240/);
+    expect(all.stdout).not.toContain("Older jobs");
+
+    const listed = (await request(app.url, "GET", "/api/jobs?limit=100", { key: account.key })).body.jobs;
+    const json = JSON.parse((await cli(["jobs", "--all", "--limit", "2", "--json"], { RETOUCH_API_KEY: account.key })).stdout);
+    expect(json.jobs.map((job: { id: string }) => job.id)).toEqual(listed.map((job: { id: string }) => job.id));
+    expect(json.jobs).toHaveLength(5);
+
+    const whoami = JSON.parse((await cli(["whoami", "--json"], { RETOUCH_API_KEY: account.key })).stdout);
+    expect(whoami).toMatchObject({ credits_remaining: 29, usage: { this_month: 4 } });
+  });
+
+  it("refuses a bad --limit: not a number is exit 2, out of range is the server's 400 (exit 1)", async () => {
+    const word = await cli(["jobs", "--limit", "ten"], { RETOUCH_API_KEY: account.key });
+    expect(word.code).toBe(2);
+    expect(word.stderr).toContain("--limit must be a whole number");
+    const range = await cli(["jobs", "--limit", "500"], { RETOUCH_API_KEY: account.key });
+    expect(range.code).toBe(1);
+    expect(range.stderr).toContain("limit: must be a whole number from 1 to 100");
+  });
+
+  it("has --help", async () => {
+    for (const command of [["whoami"], ["jobs"]]) {
+      const help = await cli([...command, "--help"]);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toContain(`Usage: retouch ${command.join(" ")}`);
+    }
+  });
+});
+
+describe("retouch logout", () => {
+  it("ends the session on the server, not only on this machine", async () => {
+    expect((await cli(["login", "--email", account.email], { RETOUCH_PASSWORD: account.password })).code).toBe(0);
+    const cookie = JSON.parse(await readFile(path.join(home, "config.json"), "utf8")).sessionCookie as string;
+    expect((await request(app.url, "GET", "/api/account", { cookie })).status).toBe(200);
+    const logout = await cli(["logout"]);
+    expect(logout.code, logout.stderr).toBe(0);
+    expect(logout.stdout).toContain("the session was ended on the server");
+    expect((await request(app.url, "GET", "/api/account", { cookie })).status).toBe(401);
+    expect(JSON.parse(await readFile(path.join(home, "config.json"), "utf8")).sessionCookie).toBeUndefined();
+  });
+});
