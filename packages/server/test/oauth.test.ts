@@ -263,6 +263,22 @@ describe("the whole flow with the official MCP client's auth()", () => {
     expect(again.status).toBe(404);
   });
 
+  it("signing out of the session that approved the app ends its access token; its refresh token carries on", async () => {
+    const provider = new MemoryOAuthClientProvider(REDIRECT_URI, "Session Agent");
+    await auth(provider, { serverUrl: `${base}/mcp` });
+    const cookie = await signIn(account);
+    const consentPage = await throughSignIn(provider.authorizationUrl as URL, cookie);
+    const code = new URL((await consent(cookie, consentPage, true)).body.url).searchParams.get("code") as string;
+    await auth(provider, { serverUrl: `${base}/mcp`, authorizationCode: code });
+    const accessToken = provider.tokens()?.access_token as string;
+    expect(await authenticate(app.services, bearer(accessToken), "key_or_mcp_token")).toBeDefined();
+    const signedOut = await request(base, "POST", "/auth/sign-out", { cookie, headers: { origin: base }, body: {} });
+    expect(signedOut.status).toBe(200);
+    expect(await authenticate(app.services, bearer(accessToken), "key_or_mcp_token")).toBeUndefined();
+    expect(await auth(provider, { serverUrl: `${base}/mcp` })).toBe("AUTHORIZED");
+    expect(await authenticate(app.services, bearer(provider.tokens()?.access_token as string), "key_or_mcp_token")).toBeDefined();
+  });
+
   it("Deny sends the person back to the client with access_denied, and no code", async () => {
     const provider = new MemoryOAuthClientProvider(REDIRECT_URI, "Denied Agent");
     await auth(provider, { serverUrl: `${base}/mcp` });
