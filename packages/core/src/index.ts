@@ -38,7 +38,13 @@ export {
   imageEngineOptions,
   ModelProvisioner,
 } from "./processing/model-provisioner";
-export { MAX_BATCH_SIZE, MAX_PROMPT_CHARS, processItemSchema } from "./schemas/process.schemas";
+export {
+  MAX_BATCH_SIZE,
+  MAX_INLINE_IMAGE_BYTES,
+  MAX_PROMPT_CHARS,
+  MAX_WAIT_SECONDS,
+  processItemSchema,
+} from "./schemas/process.schemas";
 export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
 export { createAdminService, createServices, type ServiceDependencies, type Services } from "./services/services";
 export { authenticate, type CredentialKind, type ProcedureCredentialKind } from "./trpc/authenticate";

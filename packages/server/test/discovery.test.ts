@@ -250,6 +250,10 @@ describe("the other discovery documents", () => {
       "get_job_status",
       "get_job_result",
       "email_unverified",
+      // What an MCP agent should know of the tools' arguments and results.
+      "image_url",
+      "wait_seconds",
+      "resource_link",
     ]) {
       expect(text, mention).toContain(mention);
     }

@@ -71,16 +71,50 @@ describe("initialize and tools/list", () => {
         "negative_prompt",
         "prompt",
         "quality",
+        "wait_seconds",
         "webhook_url",
       ].sort(),
     );
     expect((edit?.inputSchema.properties?.format as { enum?: string[] } | undefined)?.enum).toEqual(["jpeg", "png", "webp"]);
+    // The bound is in the schema and in words.
+    const wait = edit?.inputSchema.properties?.wait_seconds as {
+      type: string;
+      minimum: number;
+      maximum: number;
+      description: string;
+    };
+    expect(wait).toMatchObject({ type: "integer", minimum: 0, maximum: 60, description: expect.stringContaining("0 to 60") });
+    expect(Object.keys(edit?.outputSchema?.properties ?? {})).toEqual(
+      expect.arrayContaining(["job_id", "credits_remaining", "status", "url", "width", "height", "format"]),
+    );
+    expect(edit?.outputSchema?.required?.sort()).toEqual(["credits_remaining", "job_id"]);
     for (const name of ["get_job_status", "get_job_result"]) {
       const tool = tools.find((candidate) => candidate.name === name);
       expect(tool?.inputSchema.required).toEqual(["job_id"]);
       expect(tool?.outputSchema?.type).toBe("object");
       expect(tool?.description?.length).toBeGreaterThan(40);
     }
+  });
+
+  it("gives each tool a title, the behaviour hints that hold, and a description that teaches the submit, status, result loop", async () => {
+    const client = await connect(account.key);
+    const { tools } = await client.listTools();
+    const byName = Object.fromEntries(tools.map((tool) => [tool.name, tool]));
+    expect(byName.edit_image).toMatchObject({
+      title: "Edit an image",
+      // Not read-only (it charges and creates a job), but nothing it does destroys anything; idempotent with an
+      // idempotency_key; open world: it fetches image_url from the internet.
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    });
+    for (const name of ["get_job_status", "get_job_result"])
+      expect(byName[name]?.annotations).toMatchObject({ readOnlyHint: true, idempotentHint: true, openWorldHint: false });
+    expect(byName.get_job_status?.title).toBe("Check an edit's progress");
+    expect(byName.get_job_result?.title).toBe("Get the edited image");
+    // Each description says where it stands in the loop and what comes next.
+    expect(byName.edit_image?.description).toMatch(/^Step 1 of 3:.*get_job_status every 2-5 s.*get_job_result.*wait_seconds/s);
+    expect(byName.get_job_status?.description).toMatch(/^Step 2 of 3:.*then get_job_result/s);
+    expect(byName.get_job_result?.description).toMatch(/^Step 3 of 3:.*resource_link.*image content/s);
+    expect(client.getInstructions()).toMatch(/wait_seconds \(up to 60\)/);
   });
 });
 
@@ -153,8 +187,22 @@ describe("error paths, as tool errors with the spec code", () => {
     const bad = await call(client, "edit_image", { image: base64(Buffer.from("not an image")), prompt: "make it sepia" });
     expect(bad.isError).toBe(true);
     expect(errorOf(bad)).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/JPEG, PNG or WebP/) });
+    // Arguments outside the tool's schema are the service's invalid_request too, not the SDK's own text.
     const badQuality = await call(client, "edit_image", { image: photo, prompt: "x", quality: 400 });
     expect(badQuality.isError).toBe(true);
+    expect(badQuality.structuredContent).toBeUndefined();
+    expect(errorOf(badQuality)).toMatchObject({
+      code: "invalid_request",
+      message: "Invalid request: quality: must be an integer from 1 to 100",
+      issues: [{ path: "quality", message: "must be an integer from 1 to 100" }],
+    });
+    const tooLong = await call(client, "edit_image", { image: photo, prompt: "x", wait_seconds: 61 });
+    expect(errorOf(tooLong)).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringMatching(/wait_seconds: .*0 to 60/),
+    });
+    const noImage = await call(client, "edit_image", { prompt: "make it sepia" });
+    expect(errorOf(noImage)).toMatchObject({ code: "invalid_request", message: expect.stringMatching(/image/) });
     expect((await app.services.profiles.get(account.userId)).credits).toBe(before);
   });
 

@@ -11,8 +11,25 @@ export const PROCESS_IMAGE = "process-image";
  * (`retouch_submit`), so this name and PROCESS_IMAGE travel to it.
  */
 export const QUEUE_CHANNEL = "agenda:jobs";
+/** Agenda's channel for job state events (start, complete...), derived from QUEUE_CHANNEL by the backend. */
+const QUEUE_STATE_CHANNEL = `${QUEUE_CHANNEL}:state`;
+/** The state events that announce a settled Retouch job (not a queue entry: `jobId` is the job's own id). */
+const JOB_SETTLED = "retouch-job-settled";
 const DELIVER_WEBHOOK = "deliver-webhook";
 const MAINTENANCE = "maintenance";
+
+/**
+ * The NOTIFY that announces a settled job to every process (the host waiting
+ * on it may not be the worker that settled it). Sent by the settling
+ * transaction, so PostgreSQL delivers it at commit and never for a rollback;
+ * the payload is a state event as @agendajs/postgres-backend writes one, so
+ * the queue's own LISTEN connection carries it. `source` differs from any
+ * Agenda instance's name: Agenda drops events from its own instance.
+ */
+export function settlementNotice(jobId: string): { channel: string; payload: string } {
+  const payload = { type: "complete", jobId, jobName: JOB_SETTLED, timestamp: new Date().toISOString(), source: "retouch-db" };
+  return { channel: QUEUE_STATE_CHANNEL, payload: JSON.stringify(payload) };
+}
 
 export interface QueueHandlers {
   /** Edits one image. `keepAlive` renews the queue lock; call it while working. */
@@ -40,6 +57,8 @@ export class JobQueue {
   private working = false;
   /** Handlers running now; shutdown waits for them (Agenda's own drain can miss a completion). */
   private readonly running = new Set<Promise<void>>();
+  /** Who waits for which job to settle (`watchSettlement`). */
+  private readonly settlementWatchers = new Map<string, Set<() => void>>();
 
   constructor(private readonly options: JobQueueOptions) {
     const { config, logger } = options;
@@ -49,6 +68,10 @@ export class JobQueue {
     backend.notificationChannel?.on("error", (error: unknown) =>
       logger.warn({ err: error }, "queue notification connection lost; reconnecting"),
     );
+    backend.notificationChannel?.subscribeState?.((event) => {
+      if (event.jobName !== JOB_SETTLED) return;
+      for (const wake of this.settlementWatchers.get(String(event.jobId)) ?? []) wake();
+    });
     this.agenda = new Agenda({
       // The table is created by our migrations (0003-queue), never by the backend.
       backend,
@@ -108,6 +131,25 @@ export class JobQueue {
   /** Enqueues unless a queue entry for the job is already waiting (used by the reconciler). */
   async enqueueOnce(jobId: string): Promise<void> {
     await this.agenda.create(PROCESS_IMAGE, { jobId }).unique({ "data.jobId": jobId }, { insertOnly: true }).save();
+  }
+
+  /**
+   * Calls `onSettled` when the job settles, in whichever process (see
+   * `settlementNotice`); returns the function that stops watching. Heard only
+   * once `start` has connected, and not while the LISTEN connection is
+   * reconnecting: a waiter reads the job's state itself before and after.
+   */
+  watchSettlement(jobId: string, onSettled: () => void): () => void {
+    let watchers = this.settlementWatchers.get(jobId);
+    if (!watchers) {
+      watchers = new Set();
+      this.settlementWatchers.set(jobId, watchers);
+    }
+    watchers.add(onSettled);
+    return () => {
+      watchers.delete(onSettled);
+      if (watchers.size === 0 && this.settlementWatchers.get(jobId) === watchers) this.settlementWatchers.delete(jobId);
+    };
   }
 
   /** Schedules a webhook attempt; the queue keeps it across restarts. */

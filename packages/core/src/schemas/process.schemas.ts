@@ -195,13 +195,15 @@ export const statusOutput = z.union([jobStatusOutput, batchStatusOutput]);
 
 export const resultInputSchema = z.object({ job_id: jobIdSchema.describe("A job id (job_...)") });
 
+const doneResultShape = {
+  job_id: z.string(),
+  url: z.url().describe("Signed link to the image, valid for 1 hour"),
+  expires_at: z.string().describe("When the link stops working (ISO 8601)"),
+  ...metadataShape,
+};
+
 export const resultOutput = z.union([
-  z.object({
-    job_id: z.string(),
-    url: z.url().describe("Signed link to the image, valid for 1 hour"),
-    expires_at: z.string().describe("When the link stops working (ISO 8601)"),
-    ...metadataShape,
-  }),
+  z.object(doneResultShape),
   z.object({
     job_id: z.string(),
     status: z.literal("pending").describe("Still processing: answered with HTTP 202"),
@@ -209,7 +211,23 @@ export const resultOutput = z.union([
 ]);
 export type ResultOutput = z.infer<typeof resultOutput>;
 
-/** The MCP `edit_image` tool: one image, plus a retry key since agents cannot always set headers. */
+/**
+ * Longest `wait_seconds` of the MCP `edit_image` tool. Most edits settle in a
+ * few seconds; an agent's HTTP client and its host's tool-call timeout (often
+ * 60 s or more) must outlast the call, and a longer job is better polled.
+ */
+export const MAX_WAIT_SECONDS = 60;
+
+/**
+ * Largest result an MCP tool result carries as image content (besides its
+ * link), in bytes before base64. Enough for a typical edit up to about
+ * 1 megapixel, which is what model hosts scale a picture down to before the
+ * model sees it anyway; larger files would only make the tool result heavy
+ * (a third more as base64, past some clients' limits on a result).
+ */
+export const MAX_INLINE_IMAGE_BYTES = 768 * 1024;
+
+/** The MCP `edit_image` tool: one image, plus what agents cannot say with headers or would rather not poll for. */
 export const editImageToolInput = processItemSchema.extend({
   idempotency_key: z
     .string()
@@ -217,4 +235,23 @@ export const editImageToolInput = processItemSchema.extend({
     .max(255)
     .optional()
     .describe("Optional: the same key on a retry returns the original job and charges nothing (like the Idempotency-Key header)"),
+  wait_seconds: z
+    .number({ error: `must be an integer from 0 to ${MAX_WAIT_SECONDS}` })
+    .int({ error: `must be an integer from 0 to ${MAX_WAIT_SECONDS}` })
+    .min(0, { error: `must be an integer from 0 to ${MAX_WAIT_SECONDS}` })
+    .max(MAX_WAIT_SECONDS, { error: `must be an integer from 0 to ${MAX_WAIT_SECONDS}` })
+    .optional()
+    .describe(
+      `Optional, 0 to ${MAX_WAIT_SECONDS} (default 0): wait up to this many seconds for the job to finish. If it finishes in time, this call returns the finished result as get_job_result does (status "done", url, metadata, and the image); if it fails, the job_failed error; otherwise status "pending" and the job_id to poll.`,
+    ),
+});
+
+/** What `edit_image` answers: the job and the balance, and the finished result when `wait_seconds` saw the job settle. */
+export const editImageToolOutput = z.object({
+  ...z.object(doneResultShape).partial().shape,
+  ...singleSubmissionOutput.shape,
+  status: z
+    .enum(["pending", "done"])
+    .optional()
+    .describe('Only with wait_seconds: "done" with the result\'s fields, or "pending" if the job was still running'),
 });

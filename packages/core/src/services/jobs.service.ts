@@ -49,12 +49,18 @@ export function failureOf(job: Pick<BatchJobRow, "error_code" | "error_message" 
 const CURSOR_CREATED_AT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const CURSOR_JOB_ID = /^job_[0-9a-z]{26}$/;
 
+/** Where settlements are announced (the queue: its LISTEN connection hears every process's). */
+export interface SettlementWatch {
+  watchSettlement(jobId: string, onSettled: () => void): () => void;
+}
+
 export class JobsService {
   constructor(
     private readonly store: JobsStore,
     private readonly signer: UrlSigner,
     private readonly config: Pick<Config, "publicBaseUrl">,
     private readonly cursors: PageCursors,
+    private readonly settlements?: SettlementWatch,
   ) {}
 
   /**
@@ -100,6 +106,34 @@ export class JobsService {
     const message =
       "is not a cursor this API gave your account (it is malformed, was changed, or belongs to another account): pass next_cursor exactly as received, or leave cursor out to start from the newest job";
     throw new RetouchError("invalid_request", `Invalid request: cursor: ${message}`, { issues: [{ path: "cursor", message }] });
+  }
+
+  /**
+   * Waits until the job is no longer pending: true once it has settled (or does
+   * not exist), false when `timeoutMs` passed or `signal` aborted first. Woken
+   * by the queue's settlement notice, not by polling; the state is read after
+   * subscribing, so a settlement in between is not missed. Ownership is not
+   * checked here: read the outcome through `jobStatus` or `result`.
+   */
+  async waitForSettlement(jobId: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+    if (signal?.aborted) return false;
+    let resolve: (settled: boolean) => void = () => {};
+    const promise = new Promise<boolean>((done) => {
+      resolve = done;
+    });
+    const stopWatching = this.settlements?.watchSettlement(jobId, () => resolve(true));
+    const timer = setTimeout(() => resolve(false), timeoutMs);
+    const abandon = () => resolve(false);
+    signal?.addEventListener("abort", abandon, { once: true });
+    try {
+      const job = await this.store.find(jobId);
+      if (job?.status !== "pending") resolve(true);
+      return await promise;
+    } finally {
+      stopWatching?.();
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", abandon);
+    }
   }
 
   async jobStatus(principal: Principal, jobId: string) {

@@ -9,7 +9,7 @@ import { UrlSigner } from "../lib/signed-urls";
 import type { Mailer } from "../mail/mailer";
 import { passwordResetEmail } from "../mail/password-reset-email";
 import { verificationEmail } from "../mail/verification-email";
-import { PROCESS_IMAGE, QUEUE_CHANNEL } from "../processing/job-queue";
+import { PROCESS_IMAGE, QUEUE_CHANNEL, settlementNotice } from "../processing/job-queue";
 import { ApiKeysStore } from "../stores/api-keys.store";
 import { JobsStore } from "../stores/jobs.store";
 import { OAuthGrantsStore } from "../stores/oauth-grants.store";
@@ -31,6 +31,8 @@ export interface QueueClient {
   /** Queues a committed job unless its queue entry is already waiting (the maintenance sweep's repair). */
   enqueueOnce(jobId: string): Promise<void>;
   scheduleDelivery(deliveryId: string, at: Date): Promise<void>;
+  /** Calls `onSettled` when the job settles (in any process); returns the function that stops watching. */
+  watchSettlement(jobId: string, onSettled: () => void): () => void;
 }
 
 export interface ServiceDependencies {
@@ -59,7 +61,7 @@ export function createServices(deps: ServiceDependencies) {
     profiles: profilesStore,
     rateLimits: rateLimitsStore,
     users: new UsersStore(db),
-    jobs: new JobsStore(db, profilesStore, deliveriesStore),
+    jobs: new JobsStore(db, profilesStore, deliveriesStore, settlementNotice),
     webhookDeliveries: deliveriesStore,
     oauthGrants: new OAuthGrantsStore(db),
   };
@@ -88,7 +90,13 @@ export function createServices(deps: ServiceDependencies) {
     },
   });
   const profiles = new ProfilesService(stores.profiles, config);
-  const jobsService = new JobsService(stores.jobs, new UrlSigner(deps.authSecret), config, new PageCursors(deps.authSecret));
+  const jobsService = new JobsService(
+    stores.jobs,
+    new UrlSigner(deps.authSecret),
+    config,
+    new PageCursors(deps.authSecret),
+    deps.queue,
+  );
   const webhooks = new WebhooksService({
     deliveries: stores.webhookDeliveries,
     jobs: stores.jobs,

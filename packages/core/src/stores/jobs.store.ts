@@ -1,4 +1,4 @@
-import { type Kysely, type Selectable, sql } from "kysely";
+import { type Kysely, type Selectable, sql, type Transaction } from "kysely";
 import type { Database, ImageFormat, JobTable, JobWorkflow } from "../db/schema";
 import type { JobFailure } from "../errors/job-failure-codes";
 import type { ProfilesStore } from "./profiles.store";
@@ -77,12 +77,23 @@ export interface DoneResult {
   provider?: { name: string; model: string; latencyMs: number };
 }
 
+/** The NOTIFY a settling transaction sends (the queue's settlement notice). */
+export type SettlementNotice = (jobId: string) => { channel: string; payload: string };
+
 export class JobsStore {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly profiles: ProfilesStore,
     private readonly deliveries: WebhookDeliveriesStore,
+    private readonly settlementNotice?: SettlementNotice,
   ) {}
+
+  /** Announces the settlement at commit (PostgreSQL holds a transaction's NOTIFY until then, and drops it on rollback). */
+  private async announceSettled(trx: Transaction<Database>, jobId: string): Promise<void> {
+    if (!this.settlementNotice) return;
+    const { channel, payload } = this.settlementNotice(jobId);
+    await sql`select pg_notify(${channel}, ${payload})`.execute(trx);
+  }
 
   /**
    * The whole submission transaction in one round trip: the idempotency claim,
@@ -290,7 +301,10 @@ export class JobsStore {
         .where("claimed_by", "=", workerId)
         .returningAll()
         .executeTakeFirst();
-      if (done) await this.deliveries.createForJob(trx, done);
+      if (done) {
+        await this.deliveries.createForJob(trx, done);
+        await this.announceSettled(trx, jobId);
+      }
       return done;
     });
   }
@@ -342,6 +356,7 @@ export class JobsStore {
         .executeTakeFirstOrThrow();
       // After the refund: the callback's credits_remaining already includes it.
       await this.deliveries.createForJob(trx, settled);
+      await this.announceSettled(trx, jobId);
       return settled;
     });
   }

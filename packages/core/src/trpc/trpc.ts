@@ -23,7 +23,20 @@ export interface ProcedureMeta extends OpenApiMeta {
   /** Offered to agents as an MCP tool (POST /mcp). */
   mcp?: {
     name: string;
+    /** Shown to people in a client's tool list. */
+    title: string;
     description: string;
+    /**
+     * The MCP spec's behaviour hints; a client may use them to decide what to
+     * run without asking. Unset hints take the spec's defaults (not read-only,
+     * destructive, not idempotent, open world), so say each one that differs.
+     */
+    annotations: {
+      readOnlyHint?: boolean;
+      destructiveHint?: boolean;
+      idempotentHint?: boolean;
+      openWorldHint?: boolean;
+    };
     /** The tool's arguments when they are a subset of the procedure's input (default: the input itself). */
     input?: z.ZodObject;
     /** The tool's result when it is one branch of the procedure's output (default: the output itself). */

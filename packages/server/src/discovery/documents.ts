@@ -1,4 +1,4 @@
-import type { Config } from "@retouch/core";
+import { type Config, MAX_INLINE_IMAGE_BYTES, MAX_WAIT_SECONDS } from "@retouch/core";
 import { MCP_PATH, MCP_SERVER_VERSION } from "../mcp/mcp.handler";
 import { type McpTool, mcpToolsFromRouter } from "../mcp/mcp-tools";
 
@@ -89,6 +89,8 @@ Streamable HTTP at \`${base}${MCP_PATH}\` with the same bearer key, or with OAut
 
 ${toolList}
 
+\`edit_image\` takes \`image_url\` (a public https: address: no base64 to carry) or \`image\`; with \`wait_seconds\` (0 to ${MAX_WAIT_SECONDS}) it returns the finished result in the same call when the job settles in time. A finished result comes as JSON (\`structuredContent\` and text), a \`resource_link\` to the signed url, and, up to ${MAX_INLINE_IMAGE_BYTES / 1024} KiB, the picture itself as \`image\` content. Errors are tool results with \`isError\` whose text is JSON \`{"code", "message"}\` (and \`retry_after_seconds\` when rate limited).
+
 ## Docs
 
 - [OpenAPI 3.1 description](${base}/openapi.json): every operation, field, status code and error code
@@ -129,18 +131,27 @@ token). MCP SDKs do this on their own.
 
 Endpoint \`${base}${MCP_PATH}\` (Streamable HTTP, stateless), same bearer key or an OAuth token.
 
-1. \`edit_image\` with \`image\` (base64 JPEG, PNG or WebP; a \`data:image/...;base64,\`
-   prefix is fine), or \`image_url\` (a public https: URL of the image, fetched by the
-   service: no base64 needed), and \`prompt\`. Optional: \`format\`, \`quality\` (1-100), \`mask\`
-   (base64 PNG, white = area to edit), \`detect\` ("person . car"), \`idempotency_key\`
-   (reuse it if you retry the same call, to avoid paying twice). Returns \`job_id\`.
+1. \`edit_image\` with \`image_url\` (a public https: URL of the image, fetched by the
+   service: the easiest for a real photo) or \`image\` (base64 JPEG, PNG or WebP; a
+   \`data:image/...;base64,\` prefix is fine), and \`prompt\`. Optional: \`format\`,
+   \`quality\` (1-100), \`mask\` (base64 PNG, white = area to edit), \`detect\`
+   ("person . car"), \`idempotency_key\` (reuse it if you retry the same call, to avoid
+   paying twice), \`wait_seconds\` (0 to ${MAX_WAIT_SECONDS}: see below). Returns \`job_id\`.
 2. \`get_job_status\` with the \`job_id\` every 2-5 seconds until \`status\` is \`done\`
    or \`error\`. Do not poll faster.
 3. \`get_job_result\` with the \`job_id\`: \`url\` is a signed HTTPS link to the image,
    valid for 1 hour; download it with a plain GET (no header needed). Also \`format\`,
-   \`width\`, \`height\`, \`credits_remaining\`.
+   \`width\`, \`height\`, \`credits_remaining\`. Besides the JSON, the result holds a
+   \`resource_link\` content item to the same url, and the picture itself as \`image\`
+   content (base64) when it is at most ${MAX_INLINE_IMAGE_BYTES / 1024} KiB: look at it to check the edit.
 
-A tool error's text is JSON \`{"code", "message"}\`.
+Shortcut: \`edit_image\` with \`wait_seconds\` (say 30) waits for the job and, when it
+finishes in time, returns what \`get_job_result\` would (with \`status: "done"\`, the link
+and the picture) in one call; a failed job answers \`job_failed\`; a job still running
+answers \`status: "pending"\` and its \`job_id\`, so carry on with step 2.
+
+A tool error is a result with \`isError\` whose text is JSON \`{"code", "message"}\`
+(plus \`retry_after_seconds\` for \`rate_limited\`); the message says what to do.
 
 ## With plain HTTP
 
@@ -176,7 +187,7 @@ A tool error's text is JSON \`{"code", "message"}\`.
 | \`unsupported_instruction\` (400) | the server cannot do this prompt (nothing charged); rephrase with what the message or \`/api/capabilities\` lists |
 | \`email_unverified\` (403) | the account owner must open the verification email |
 | \`insufficient_credits\` (402) | the balance is empty; tell the user |
-| \`rate_limited\` (429) | wait the \`Retry-After\` seconds, then retry with the same idempotency key |
+| \`rate_limited\` (429) | wait the \`Retry-After\` seconds (over MCP: \`retry_after_seconds\`), then retry with the same idempotency key |
 | \`too_many_in_flight\` (429) | wait for running jobs to finish, then retry |
 | \`image_fetch_failed\` (502) | the host of \`image_url\` failed; nothing was charged; retry later with the same idempotency key |
 | \`job_failed\` (500, on the result) | the edit could not be done; the credit was refunded; \`error_code\` and \`error_message\` say why (rephrase, send a mask, or retry later for \`upstream_failed\`) |

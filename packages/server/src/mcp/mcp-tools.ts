@@ -9,7 +9,9 @@ import { z } from "zod";
  */
 export interface McpTool {
   name: string;
+  title: string;
   description: string;
+  annotations: NonNullable<ProcedureMeta["mcp"]>["annotations"];
   /** The router path, e.g. "process.submit". */
   path: string;
   input: z.ZodObject;
@@ -46,7 +48,9 @@ export function mcpToolsFromRouter(): McpTool[] {
     const input = meta.input ?? procedure._def.inputs[0];
     if (!(input instanceof z.ZodObject)) throw new Error(`${path}: an MCP tool needs an object input`);
     const output = meta.output ?? asObjectSchema(procedure._def.output, path);
-    return [{ name: meta.name, description: meta.description, path, input, output }];
+    return [
+      { name: meta.name, title: meta.title, description: meta.description, annotations: meta.annotations, path, input, output },
+    ];
   });
 }
 
@@ -63,4 +67,22 @@ export async function callTool(tool: McpTool, args: Record<string, unknown>, con
   } catch (error) {
     throw toRetouchError(error);
   }
+}
+
+/** The tool `edit_image` answers as when `wait_seconds` saw its job settle. */
+export const RESULT_TOOL = "get_job_result";
+
+/**
+ * A tool as `tools/list` shows it: the zod schemas as JSON Schema draft 7
+ * (what the SDK's own tool helper sends), the title and the behaviour hints.
+ */
+export function listedTool(tool: McpTool) {
+  return {
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: z.toJSONSchema(tool.input, { target: "draft-7", io: "input" }) as { type: "object" },
+    outputSchema: z.toJSONSchema(tool.output, { target: "draft-7", io: "output" }) as { type: "object" },
+    annotations: { title: tool.title, ...tool.annotations },
+  };
 }

@@ -1,4 +1,4 @@
-import { resultInputSchema, resultOutput } from "../../schemas/process.schemas";
+import { MAX_INLINE_IMAGE_BYTES, resultInputSchema, resultOutput } from "../../schemas/process.schemas";
 import { apiKeyProcedure } from "../trpc";
 
 export const getProcessResult = apiKeyProcedure
@@ -16,8 +16,9 @@ export const getProcessResult = apiKeyProcedure
     },
     mcp: {
       name: "get_job_result",
-      description:
-        'The finished image of a job: a signed download url (plain HTTPS GET, no credentials, valid for 1 hour) and its metadata. Answers status "pending" while the job is still running; a failed job is a tool error whose error_code and error_message say why (its credit was refunded).',
+      title: "Get the edited image",
+      description: `Step 3 of 3: the finished image of a job started by edit_image: a resource_link to a signed download url (plain HTTPS GET, no credentials, valid for 1 hour), the picture itself as image content when it is at most ${MAX_INLINE_IMAGE_BYTES / 1024} KiB (so you can look at it), and its metadata. Answers status "pending" while the job is still running (poll get_job_status first); a failed job is a tool error whose error_code and error_message say why (its credit was refunded).`,
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
   })
   .input(resultInputSchema)

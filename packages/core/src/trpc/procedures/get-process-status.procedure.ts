@@ -14,8 +14,10 @@ export const getProcessStatus = apiKeyProcedure
     },
     mcp: {
       name: "get_job_status",
+      title: "Check an edit's progress",
       description:
-        'The status of a job started by edit_image: "pending", "done" or "error", with width, height, format, credits used and remaining, and processing time once it is finished; a failed job also says why in error_code and error_message. Poll every 2-5 s until it is not "pending".',
+        'Step 2 of 3: the status of a job started by edit_image: "pending", "done" or "error", with width, height, format, credits used and remaining, and processing time once it is finished; a failed job also says why in error_code and error_message (its credit was refunded). Call it every 2-5 s until it is not "pending", then get_job_result for the image.',
+      annotations: { readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       input: resultInputSchema,
       output: jobStatusOutput,
     },

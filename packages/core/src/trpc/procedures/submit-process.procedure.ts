@@ -1,4 +1,10 @@
-import { editImageToolInput, processInputSchema, submissionOutput } from "../../schemas/process.schemas";
+import {
+  editImageToolInput,
+  editImageToolOutput,
+  MAX_WAIT_SECONDS,
+  processInputSchema,
+  submissionOutput,
+} from "../../schemas/process.schemas";
 import { apiKeyProcedure } from "../trpc";
 
 export const submitProcess = apiKeyProcedure
@@ -26,9 +32,12 @@ export const submitProcess = apiKeyProcedure
     },
     mcp: {
       name: "edit_image",
-      description:
-        "Edit an image from a plain-language instruction (remove the background, remove or erase an object, or adjust it: black and white, brighter, crop, rotate...). Starts an asynchronous job and returns its job_id at once; costs 1 credit, refunded if the job fails. Then poll get_job_status every 2-5 s and call get_job_result for the download link.",
+      title: "Edit an image",
+      description: `Step 1 of 3: edit an image from a plain-language instruction (remove the background, remove or erase an object, or adjust it: black and white, brighter, crop, rotate...). Send the picture as image_url (a public https: URL the service fetches: best for a real photo) or as image (base64). Starts an asynchronous job and returns its job_id at once; costs 1 credit, refunded if the job fails. Then call get_job_status every 2-5 s until it is not "pending", and get_job_result for the image. Or pass wait_seconds (up to ${MAX_WAIT_SECONDS}) to get the finished result from this call when the job settles in time. Pass an idempotency_key to retry safely: the same key never charges twice.`,
+      // Idempotent with an idempotency_key (a retry returns the same job, uncharged); open world: it may fetch image_url.
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
       input: editImageToolInput,
+      output: editImageToolOutput,
     },
   })
   .input(processInputSchema)
