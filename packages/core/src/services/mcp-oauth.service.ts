@@ -1,6 +1,6 @@
 import type { ResourceServerMetadata } from "@better-auth/oauth-provider";
 import type { z } from "zod";
-import { AUTH_BASE_PATH, type Auth } from "../auth/auth";
+import type { Auth } from "../auth/auth";
 import { MCP_SCOPE, type McpTokenCheck, mcpResource, OAUTH_SCOPES } from "../auth/mcp-oauth.plugin";
 import type { Config } from "../config/env";
 import { RetouchError } from "../errors/retouch-error";
@@ -17,8 +17,6 @@ import type { Principal, RequestInfo } from "./principal";
  */
 export class McpOAuthService {
   private readonly resource: string;
-  /** better-auth's issuer: the base URL with the auth base path, where its endpoints live. */
-  private readonly issuer: string;
 
   constructor(
     private readonly deps: {
@@ -30,7 +28,6 @@ export class McpOAuthService {
     },
   ) {
     this.resource = mcpResource(deps.config.publicBaseUrl);
-    this.issuer = `${deps.config.publicBaseUrl}${AUTH_BASE_PATH}`;
   }
 
   /**
@@ -56,15 +53,18 @@ export class McpOAuthService {
   }
 
   /**
-   * RFC 9728 protected-resource metadata of the MCP endpoint. `scopes_supported`
-   * names `offline_access` too: MCP clients take the scopes to ask for from
-   * here (the official SDK does), and without it better-auth issues no
-   * refresh token.
+   * RFC 9728 protected-resource metadata of the MCP endpoint. The
+   * authorization server is named by better-auth's own issuer (it turns an
+   * http: base URL that is not loopback into https:, and the two documents
+   * must agree). `scopes_supported` names `offline_access` too: MCP clients
+   * take the scopes to ask for from here (the official SDK does), and without
+   * it better-auth issues no refresh token.
    */
-  protectedResourceMetadata() {
+  async protectedResourceMetadata() {
+    const { issuer } = await this.deps.auth.api.getOAuthServerConfig();
     return {
       resource: this.resource,
-      authorization_servers: [this.issuer],
+      authorization_servers: [issuer],
       scopes_supported: OAUTH_SCOPES,
       bearer_methods_supported: ["header"],
       resource_name: "Retouch MCP server",

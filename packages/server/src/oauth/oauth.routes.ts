@@ -44,8 +44,8 @@ export function createOAuthRoutes(services: Services): Hono<Env> {
   const toBetterAuth = (c: Context<Env>) => services.auth.handler(c.req.raw);
   const anyOrigin = cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], maxAge: 86_400 });
 
-  const protectedResource = (c: Context<Env>) =>
-    c.json(services.mcpOAuth.protectedResourceMetadata(), 200, { "Cache-Control": "public, max-age=3600" });
+  const protectedResource = async (c: Context<Env>) =>
+    c.json(await services.mcpOAuth.protectedResourceMetadata(), 200, { "Cache-Control": "public, max-age=3600" });
   const authorizationServer = async (c: Context<Env>) =>
     c.json(await services.mcpOAuth.authorizationServerMetadata(), 200, { "Cache-Control": "public, max-age=3600" });
 
