@@ -18,8 +18,14 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-/** A real Retouch (HTTP on loopback, its own database) inside the test process. */
-export async function startTestApp(env: Record<string, string> = {}, options: { role?: Role } = {}): Promise<TestApp> {
+/**
+ * A real Retouch (HTTP on loopback, its own database) inside the test process.
+ * `dashboardDir`: a built dashboard to serve at `/` (by default none is served).
+ */
+export async function startTestApp(
+  env: Record<string, string> = {},
+  options: { role?: Role; dashboardDir?: string } = {},
+): Promise<TestApp> {
   const database = await createTestDatabase();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-test-"));
   const port = await freePort();
@@ -36,7 +42,14 @@ export async function startTestApp(env: Record<string, string> = {}, options: { 
   });
   const logs: string[] = [];
   const logger = createLogger(config.logLevel, { write: (line: string) => void logs.push(line) });
-  let app = await startRetouch({ config, logger, role: options.role ?? "all" });
+  const start = () =>
+    startRetouch({
+      config,
+      logger,
+      role: options.role ?? "all",
+      ...(options.dashboardDir ? { dashboardDir: options.dashboardDir } : {}),
+    });
+  let app = await start();
   if (!app.http) throw new Error("test app has no HTTP server");
   const testApp: TestApp = {
     url: app.http.url,
@@ -46,7 +59,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: { 
     outboxDir: path.join(dataDir, "outbox"),
     async restart() {
       await app.close();
-      app = await startRetouch({ config, logger, role: options.role ?? "all" });
+      app = await start();
       testApp.services = app.services;
     },
     async close() {

@@ -72,6 +72,25 @@ describe("parseConfig", () => {
     expect(problemsOf({ RETOUCH_SIGNIN_FAILURES_PER_ADDRESS: "lots" })).toContain("RETOUCH_SIGNIN_FAILURES_PER_ADDRESS");
   });
 
+  it("reads RETOUCH_CORS_ORIGINS as bare origins, none by default, and refuses anything else", () => {
+    expect(parseConfig({}).corsOrigins).toEqual([]);
+    expect(
+      parseConfig({ RETOUCH_CORS_ORIGINS: "https://App.example.com, http://localhost:5173/,https://app.example.com:443" })
+        .corsOrigins,
+    ).toEqual(["https://app.example.com", "http://localhost:5173"]);
+    for (const bad of [
+      "*",
+      "app.example.com",
+      "https://app.example.com/path",
+      "ftp://files.example.com",
+      "https://*.example.com",
+    ]) {
+      expect(problemsOf({ RETOUCH_CORS_ORIGINS: `https://ok.example.com,${bad}` }), bad).toMatch(
+        /RETOUCH_CORS_ORIGINS: .* is not an origin like https:\/\/app\.example\.com/,
+      );
+    }
+  });
+
   it("treats an empty variable as unset", () => {
     expect(parseConfig({ PORT: "", SMTP_URL: "" })).toMatchObject({ port: 3000, smtpUrl: undefined });
   });

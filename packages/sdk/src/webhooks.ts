@@ -28,7 +28,8 @@ function header(headers: HeaderSource, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function hexToBytes(hex: string): Uint8Array | undefined {
+// Backed by an ArrayBuffer, as the DOM typing of crypto.subtle.verify asks (browser bundles type-check with it).
+function hexToBytes(hex: string): Uint8Array<ArrayBuffer> | undefined {
   if (!/^(?:[0-9a-f]{2})+$/i.test(hex)) return undefined;
   const bytes = new Uint8Array(hex.length / 2);
   for (let i = 0; i < bytes.length; i++) bytes[i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16);

@@ -37,6 +37,8 @@ export async function startRetouch(options: {
   logger: Logger;
   role?: Role;
   database?: Promise<OpenedDatabase>;
+  /** The built dashboard to serve at `/` (a directory with index.html); none: `/` says how to build it. */
+  dashboardDir?: string;
 }): Promise<RetouchApp> {
   const { config, logger } = options;
   const role = options.role ?? "all";
@@ -106,7 +108,7 @@ export async function startRetouch(options: {
     await queue.start();
     queueStarted = true;
     if (role === "api" || role === "all") {
-      http = await startHttpServer(services, { host: config.host, port: config.port });
+      http = await startHttpServer(services, { host: config.host, port: config.port, dashboardDir: options.dashboardDir });
       logger.info({ url: http.url, publicBaseUrl: config.publicBaseUrl, role, database: database.kind }, "Retouch is listening");
     } else {
       logger.info({ role, concurrency: config.workerConcurrency, database: database.kind }, "Retouch worker is running");

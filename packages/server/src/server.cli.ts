@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { ConfigError, createLogger, loadConfig } from "@retouch/core/bootstrap";
+import { webAssetsDirectory } from "@retouch/web";
 import type { Role } from "./app";
 import { saveCompileCache } from "./compile-cache";
 import { openConfiguredDatabase } from "./postgres/database";
@@ -57,7 +58,9 @@ async function main(): Promise<void> {
     await database.then((opened) => opened.shutdown()).catch(() => {});
     throw error;
   }
-  const app = await startRetouch({ config, logger, role, database });
+  // The dashboard, when built (pnpm install builds it): `/` says how to build it otherwise.
+  const dashboardDir = webAssetsDirectory();
+  const app = await startRetouch({ config, logger, role, database, ...(dashboardDir ? { dashboardDir } : {}) });
   saveCompileCache();
   stop = (signal) => {
     logger.info({ signal }, "shutting down: finishing in-flight requests");

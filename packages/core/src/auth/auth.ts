@@ -97,6 +97,8 @@ export function createAuth(deps: AuthDependencies) {
     emailVerification: {
       sendOnSignUp: true,
       expiresIn: 3 * 24 * 3600,
+      // The emailed link lands the person in the dashboard signed in (the host sends the session cookie on).
+      autoSignInAfterVerification: true,
       sendVerificationEmail: async ({ user, url }) => {
         await deps.sendVerificationLink({ id: user.id, email: user.email, name: user.name }, url);
       },
@@ -106,6 +108,9 @@ export function createAuth(deps: AuthDependencies) {
       disableOriginCheck: false,
       cookiePrefix: COOKIE_PREFIX,
       useSecureCookies: deps.config.publicBaseUrl.startsWith("https:"),
+      // better-auth's default, stated because the host's CSRF defence builds on it: a cross-site POST carries no
+      // session cookie; the host's Origin check covers same-site (sibling subdomain) pages and old browsers.
+      defaultCookieAttributes: { sameSite: "lax", httpOnly: true },
       database: { generateId: ({ model }) => newId(idPrefixByModel[model] ?? "usr") },
     },
     plugins: [...mcpOAuthPlugins(deps.config.publicBaseUrl)],

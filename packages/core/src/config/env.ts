@@ -72,6 +72,34 @@ const rateLimit = z.string().transform((text, ctx) => {
   return { count, windowMs };
 });
 
+/**
+ * "https://app.example.com,http://localhost:5173": browser origins allowed to call the API
+ * (CORS). Each must be a bare http(s) origin; kept in the form browsers send (`URL.origin`).
+ */
+const originList = z.string().transform((text, ctx) => {
+  const origins: string[] = [];
+  for (const part of text.split(",").map((item) => item.trim())) {
+    if (!part) continue;
+    let url: URL | undefined;
+    try {
+      url = new URL(part);
+    } catch {
+      url = undefined;
+    }
+    const bare =
+      url && url.pathname === "/" && !url.search && !url.hash && !url.username && !url.password && !url.host.includes("*");
+    if (!url || !/^https?:$/.test(url.protocol) || !bare) {
+      ctx.addIssue({
+        code: "custom",
+        message: `"${part}" is not an origin like https://app.example.com (scheme, host and optional port; no path, no wildcard)`,
+      });
+      return z.NEVER;
+    }
+    origins.push(url.origin);
+  }
+  return [...new Set(origins)];
+});
+
 const postgresUrl = z.string().refine((value) => /^postgres(ql)?:\/\//.test(value), "must be a postgres:// or postgresql:// URL");
 
 const envSchema = z.object({
@@ -92,6 +120,7 @@ const envSchema = z.object({
   RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT: rateLimit.default({ count: 50, windowMs: 900_000 }),
   RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT: rateLimit.default({ count: 10, windowMs: 3_600_000 }),
   RETOUCH_TRUST_PROXY: booleanFlag,
+  RETOUCH_CORS_ORIGINS: originList.default([]),
   RETOUCH_WEBHOOK_ALLOW_INSECURE: booleanFlag,
   RETOUCH_WEBHOOK_RETRY_DELAYS: durationList.default([30_000, 120_000, 600_000, 3_600_000]),
   RETOUCH_WEBHOOK_TIMEOUT: duration.default(10_000),
@@ -172,6 +201,8 @@ export interface Config {
   /** MCP clients' dynamic registrations (RFC 7591) allowed from one address per window; then 429 with Retry-After. */
   oauthRegistrationRateLimit: { count: number; windowMs: number };
   trustProxy: boolean;
+  /** Browser origins whose pages may call the API with a key (CORS, never with credentials); none by default. */
+  corsOrigins: string[];
   webhookAllowInsecure: boolean;
   webhookRetryDelaysMs: number[];
   /** How long a receiver has to answer one attempt. */
@@ -311,6 +342,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     signInFailuresPerAccount: e.RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT,
     oauthRegistrationRateLimit: e.RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT,
     trustProxy: e.RETOUCH_TRUST_PROXY,
+    corsOrigins: e.RETOUCH_CORS_ORIGINS,
     webhookAllowInsecure: e.RETOUCH_WEBHOOK_ALLOW_INSECURE,
     webhookRetryDelaysMs: e.RETOUCH_WEBHOOK_RETRY_DELAYS,
     webhookTimeoutMs: e.RETOUCH_WEBHOOK_TIMEOUT,

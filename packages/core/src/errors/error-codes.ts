@@ -28,6 +28,11 @@ export const ERROR_CODES = {
     status: 403,
     message: "Verify your email address first: open the link we sent when you signed up.",
   },
+  cross_site_request: {
+    status: 403,
+    message:
+      "This request came from another site's page: the session cookie only works from this service's own pages. From another origin, call the API with an API key (Authorization: Bearer pk_...).",
+  },
   signed_url_invalid: { status: 403, message: "This link is invalid or has expired; request a fresh result URL." },
   not_found: { status: 404, message: "The requested resource does not exist." },
   method_not_allowed: { status: 405, message: "This method is not allowed on this path." },

@@ -33,8 +33,8 @@ export interface SessionState {
 }
 
 export type EmailVerificationOutcome =
-  | { verified: true; email: string | undefined }
-  | { verified: false; reason: "expired" | "invalid" };
+  /** `setCookie`: the session cookie that signs the person in (better-auth's autoSignInAfterVerification). */
+  { verified: true; email: string | undefined; setCookie: string[] } | { verified: false; reason: "expired" | "invalid" };
 
 /** better-auth's error code of an APIError, if that is what was thrown. */
 function authErrorCode(error: unknown): string | undefined {
@@ -246,13 +246,17 @@ export class AccountsService {
     };
   }
 
-  /** Checks the token from a verification link and marks the address verified. */
+  /** Checks the token from a verification link, marks the address verified and opens a session for it. */
   async verifyEmail(token: string, headers: Headers): Promise<EmailVerificationOutcome> {
     try {
-      await this.deps.auth.api.verifyEmail({ query: { token }, headers });
+      const { headers: responseHeaders } = await this.deps.auth.api.verifyEmail({
+        query: { token },
+        headers,
+        returnHeaders: true,
+      });
       const email = this.emailInToken(token);
       this.deps.logger.info({ email }, "email verified");
-      return { verified: true, email };
+      return { verified: true, email, setCookie: responseHeaders.getSetCookie() };
     } catch (error) {
       const code = authErrorCode(error);
       if (code === "TOKEN_EXPIRED") return { verified: false, reason: "expired" };

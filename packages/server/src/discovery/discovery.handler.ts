@@ -1,10 +1,10 @@
 import { readFile } from "node:fs/promises";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { Services } from "@retouch/core";
+import { Hono } from "hono";
 import sharp from "sharp";
-import { sendJson } from "../http/responses";
+import type { HttpEnv } from "../http/request-context";
 import { aiPluginManifest, llmsTxt, mcpManifest, skillMd, termsPage } from "./documents";
 import { buildOpenApiDocument } from "./openapi";
 
@@ -13,7 +13,6 @@ const swaggerDir = path.dirname(createRequire(import.meta.url).resolve("swagger-
 const ASSETS: Record<string, { file: string; type: string }> = {
   "swagger-ui.css": { file: "swagger-ui.css", type: "text/css; charset=utf-8" },
   "swagger-ui-bundle.js": { file: "swagger-ui-bundle.js", type: "text/javascript; charset=utf-8" },
-  "swagger-ui-standalone-preset.js": { file: "swagger-ui-standalone-preset.js", type: "text/javascript; charset=utf-8" },
   "favicon-32x32.png": { file: "favicon-32x32.png", type: "image/png" },
 };
 
@@ -29,20 +28,22 @@ const REFERENCE_PAGE = `<!doctype html>
 <body>
 <div id="reference"></div>
 <script src="/docs/assets/swagger-ui-bundle.js"></script>
-<script src="/docs/assets/swagger-ui-standalone-preset.js"></script>
 <script src="/docs/assets/reference.js"></script>
 </body>
 </html>`;
 
+// No validator badge: it would fetch an image from validator.swagger.io (offline, and outside the page's CSP). The
+// base layout, without the standalone preset's top bar: its logo is an SVG with an inline <style> the CSP refuses.
 const REFERENCE_SCRIPT = `window.addEventListener("load", function () {
   window.ui = SwaggerUIBundle({
     url: "/openapi.json",
+    validatorUrl: null,
     dom_id: "#reference",
     deepLinking: true,
     persistAuthorization: true,
     tryItOutEnabled: true,
-    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
-    layout: "StandaloneLayout"
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: "BaseLayout"
   });
 });
 `;
@@ -53,64 +54,43 @@ const LOGO_SVG = `<svg xmlns="http://www.w3.org/2000/svg" width="512" height="51
 <path d="M256 106a150 150 0 0 1 0 300z" fill="#e0533d"/>
 </svg>`;
 
-function send(res: ServerResponse, status: number, type: string, body: string | Buffer, cache = "public, max-age=300"): void {
-  res.writeHead(status, {
-    "Content-Type": type,
-    "Content-Length": Buffer.byteLength(body),
-    "Cache-Control": cache,
-    "X-Content-Type-Options": "nosniff",
-  });
-  res.end(body);
+const SHORT_CACHE = "public, max-age=300";
+const DAY_CACHE = "public, max-age=86400";
+
+function document(type: string, body: string | Uint8Array, cache = SHORT_CACHE): Response {
+  return new Response(body, { headers: { "Content-Type": type, "Cache-Control": cache } });
 }
 
-/**
- * The documents that describe the service to machines and people. Answers
- * true when it served the request.
- */
-export function createDiscoveryHandler(services: Services) {
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/** The documents that describe the service to machines and people (GET, and HEAD through Hono). */
+export function createDiscoveryRoutes(services: Services): Hono<HttpEnv> {
   const config = services.config;
   let openapi: string | undefined;
-  let logo: Buffer | undefined;
+  let logo: Uint8Array | undefined;
 
-  return async (req: IncomingMessage, res: ServerResponse, pathname: string): Promise<boolean> => {
-    if (req.method !== "GET" && req.method !== "HEAD") return false;
-    switch (pathname) {
-      case "/openapi.json":
-        openapi ??= JSON.stringify(buildOpenApiDocument(config), null, 2);
-        send(res, 200, "application/json; charset=utf-8", openapi);
-        return true;
-      case "/mcp.json":
-        sendJson(res, 200, mcpManifest(config), { "Cache-Control": "public, max-age=300" });
-        return true;
-      case "/.well-known/ai-plugin.json":
-        sendJson(res, 200, aiPluginManifest(config), { "Cache-Control": "public, max-age=300" });
-        return true;
-      case "/llms.txt":
-        send(res, 200, "text/plain; charset=utf-8", llmsTxt(config));
-        return true;
-      case "/SKILL.md":
-        send(res, 200, "text/markdown; charset=utf-8", skillMd(config));
-        return true;
-      case "/terms":
-        send(res, 200, "text/plain; charset=utf-8", termsPage(config));
-        return true;
-      case "/logo.png":
-        logo ??= await sharp(Buffer.from(LOGO_SVG)).png().toBuffer();
-        send(res, 200, "image/png", logo, "public, max-age=86400");
-        return true;
-      case "/docs":
-      case "/docs/":
-        send(res, 200, "text/html; charset=utf-8", REFERENCE_PAGE);
-        return true;
-      case "/docs/assets/reference.js":
-        send(res, 200, "text/javascript; charset=utf-8", REFERENCE_SCRIPT);
-        return true;
-    }
-    const asset = pathname.startsWith("/docs/assets/") ? ASSETS[pathname.slice("/docs/assets/".length)] : undefined;
-    if (asset) {
-      send(res, 200, asset.type, await readFile(path.join(swaggerDir, asset.file)), "public, max-age=86400");
-      return true;
-    }
-    return false;
-  };
+  return new Hono<HttpEnv>()
+    .get("/openapi.json", () => {
+      openapi ??= JSON.stringify(buildOpenApiDocument(config), null, 2);
+      return document(JSON_TYPE, openapi);
+    })
+    .get("/mcp.json", () => document(JSON_TYPE, JSON.stringify(mcpManifest(config))))
+    .get("/.well-known/ai-plugin.json", () => document(JSON_TYPE, JSON.stringify(aiPluginManifest(config))))
+    .get("/llms.txt", () => document("text/plain; charset=utf-8", llmsTxt(config)))
+    .get("/SKILL.md", () => document("text/markdown; charset=utf-8", skillMd(config)))
+    .get("/terms", () => document("text/plain; charset=utf-8", termsPage(config)))
+    .get("/logo.png", async () => {
+      logo ??= new Uint8Array(await sharp(Buffer.from(LOGO_SVG)).png().toBuffer());
+      // Plugin hosts show it on their own pages.
+      return new Response(logo, {
+        headers: { "Content-Type": "image/png", "Cache-Control": DAY_CACHE, "Cross-Origin-Resource-Policy": "cross-origin" },
+      });
+    })
+    .get("/docs", () => document("text/html; charset=utf-8", REFERENCE_PAGE))
+    .get("/docs/assets/reference.js", () => document("text/javascript; charset=utf-8", REFERENCE_SCRIPT))
+    .get("/docs/assets/:name", async (c, next) => {
+      const asset = ASSETS[c.req.param("name")];
+      if (!asset) return next();
+      return document(asset.type, new Uint8Array(await readFile(path.join(swaggerDir, asset.file))), DAY_CACHE);
+    });
 }

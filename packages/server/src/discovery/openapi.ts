@@ -1,4 +1,5 @@
 import {
+  AUTH_BASE_PATH,
   appRouter,
   type Config,
   ERROR_CODES,
@@ -309,6 +310,10 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
       const codes: ErrorCode[] = [
         ...(meta.errors ?? []),
         ...(meta.auth === "public" ? [] : (["unauthorized"] as const)),
+        // The host's CSRF check (http/security.ts): a change the session cookie can make, and the /auth POSTs.
+        ...((meta.auth === "key_or_session" && method !== "get") || (method === "post" && path.startsWith(`${AUTH_BASE_PATH}/`))
+          ? (["cross_site_request"] as const)
+          : []),
         // The host's checks before the body: size, type, and room among the bodies in flight (503).
         ...(hasBody ? (["invalid_json", "payload_too_large", "unsupported_media_type", "service_unavailable"] as const) : []),
         "internal_error",

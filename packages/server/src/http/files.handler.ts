@@ -1,13 +1,14 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { pipeline } from "node:stream/promises";
+import { Readable } from "node:stream";
 import { RetouchError, type Services } from "@retouch/core";
+import type { HttpContext } from "./request-context";
 
 export const FILES_PREFIX = "/files/";
 
 const CONTENT_TYPES: Record<string, string> = { jpeg: "image/jpeg", png: "image/png", webp: "image/webp" };
 
 /** Serves a result image to whoever holds a valid signed link (no other credential needed). */
-export async function serveSignedFile(services: Services, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+export async function serveSignedFile(services: Services, c: HttpContext): Promise<Response> {
+  const url = new URL(c.req.url);
   const file = await services.jobs.openSignedResult(url.pathname, url.searchParams);
   const opened = await services.blobs.open(file.blob);
   if (!opened) {
@@ -15,18 +16,18 @@ export async function serveSignedFile(services: Services, req: IncomingMessage, 
     throw new RetouchError("not_found", "This result has expired and was deleted.");
   }
   const expires = Number(url.searchParams.get("expires"));
-  res.writeHead(200, {
+  const headers = {
     "Content-Type": CONTENT_TYPES[file.format] ?? "application/octet-stream",
-    "Content-Length": opened.size,
+    "Content-Length": String(opened.size),
     "Content-Disposition": `inline; filename="${file.jobId}.${file.format}"`,
     // Private: the link is a credential. Cacheable by the browser until it expires.
     "Cache-Control": `private, max-age=${Math.max(0, expires - Math.floor(Date.now() / 1000))}`,
-    "X-Content-Type-Options": "nosniff",
-  });
-  if (req.method === "HEAD") {
+    // A signed link is meant to be shown anywhere (an <img> on the client's own site).
+    "Cross-Origin-Resource-Policy": "cross-origin",
+  };
+  if (c.req.method === "HEAD") {
     opened.stream.destroy();
-    res.end();
-    return;
+    return new Response(null, { headers });
   }
-  await pipeline(opened.stream, res);
+  return new Response(Readable.toWeb(opened.stream) as ReadableStream<Uint8Array>, { headers });
 }

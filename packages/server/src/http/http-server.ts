@@ -1,17 +1,8 @@
-import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { isClientError, RetouchError, type Services } from "@retouch/core";
-import { createDiscoveryHandler } from "../discovery/discovery.handler";
-import { createMcpHandler, MCP_PATH } from "../mcp/mcp.handler";
-import { VERIFY_EMAIL_PATH, verifyEmailPage } from "../pages/verify-email.page";
-import { BodyBudget } from "./body-budget";
-import { type Admitted, admit } from "./edge";
-import { FILES_PREFIX, serveSignedFile } from "./files.handler";
-import { sendError, sendJson, sendTrpcError } from "./responses";
-import { createRestHandler } from "./rest.handler";
-import { createRoutePolicies, type Surface } from "./route-policy";
-import { createTrpcHandler } from "./trpc.handler";
+import { getRequestListener } from "@hono/node-server";
+import type { Services } from "@retouch/core";
+import { createHttpApp } from "./http-app";
 
 export interface HttpServer {
   server: Server;
@@ -21,109 +12,37 @@ export interface HttpServer {
   close(timeoutMs: number): Promise<void>;
 }
 
-export async function startHttpServer(services: Services, options: { host: string; port: number }): Promise<HttpServer> {
-  const rest = createRestHandler(services);
-  const trpc = createTrpcHandler(services);
-  const mcp = createMcpHandler(services);
-  const discovery = createDiscoveryHandler(services);
-  const policyFor = createRoutePolicies(services.config);
-  const budget = new BodyBudget(services.config.maxBodyBytesInFlight);
-  const notFound = (req: IncomingMessage, res: ServerResponse, path: string) => () =>
-    sendError(res, new RetouchError("not_found", `No route for ${req.method} ${path}.`));
-  /** Per surface: how a refusal before the adapter looks, and how an admitted request is served. */
-  const surfaces: Record<
-    Surface,
-    {
-      refuse(req: IncomingMessage, res: ServerResponse, error: unknown): RetouchError;
-      serve(req: IncomingMessage, res: ServerResponse, path: string, admitted: Admitted): Promise<void>;
-    }
-  > = {
-    rest: {
-      refuse: (_req, res, error) => sendError(res, error),
-      serve: (req, res, path, admitted) => rest(req, res, admitted.body?.value, notFound(req, res, path)),
-    },
-    trpc: {
-      refuse: (_req, res, error) => sendTrpcError(res, error),
-      serve: (req, res, path, admitted) => trpc(req, res, path, admitted.body?.text),
-    },
-    mcp: { refuse: mcp.refuse, serve: (req, res, _path, admitted) => mcp.serve(req, res, admitted.body?.value) },
-  };
-  const logger = services.logger;
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  /** The built dashboard to serve at `/` (packages/web/dist); without it `/` says how to build one. */
+  dashboardDir?: string | undefined;
+}
+
+/**
+ * Serves the Hono app (http-app.ts) on Node's HTTP server through
+ * @hono/node-server. What stays at this level is what belongs to the
+ * connection rather than to a request: counting requests in flight for a
+ * graceful close, `Connection: close` while draining, and `Expect:
+ * 100-continue`.
+ */
+export async function startHttpServer(services: Services, options: HttpServerOptions): Promise<HttpServer> {
   let inFlight = 0;
   let draining = false;
   let drained: (() => void) | undefined;
-
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const path = url.pathname;
-
-    if (path === "/healthz" && req.method === "GET") {
-      sendJson(res, draining ? 503 : 200, { ok: !draining });
-      return;
-    }
-    if (path === VERIFY_EMAIL_PATH && req.method === "GET") {
-      await verifyEmailPage(services, req, res, url);
-      return;
-    }
-    if (await discovery(req, res, path)) return;
-    if (path === MCP_PATH && req.method !== "POST") {
-      sendJson(
-        res,
-        405,
-        { code: "method_not_allowed", message: "The MCP endpoint takes POST (stateless Streamable HTTP)." },
-        { Allow: "POST" },
-      );
-      return;
-    }
-    if (path.startsWith(FILES_PREFIX) && (req.method === "GET" || req.method === "HEAD")) {
-      await serveSignedFile(services, req, res, url);
-      return;
-    }
-    const policy = policyFor(req.method ?? "GET", path);
-    if (!policy) {
-      notFound(req, res, path)();
-      return;
-    }
-    const surface = surfaces[policy.surface];
-    let admitted: Admitted;
-    try {
-      admitted = await admit(services, budget, req, res, url, policy);
-    } catch (error) {
-      // A body left unread stays unread: closing the connection tells the client to stop sending it.
-      if (!req.complete) res.setHeader("Connection", "close");
-      const domain = surface.refuse(req, res, error);
-      if (domain.code === "service_unavailable") logger.warn({ bodyBytesInFlight: budget.usedBytes }, "body budget full");
-      else if (!isClientError(domain)) logger.error({ err: error }, "request refused at the edge");
-      return;
-    }
-    await surface.serve(req, res, path, admitted);
-  };
+  const app = createHttpApp(services, { dashboardDir: options.dashboardDir, draining: () => draining });
+  // The edge reads bodies from Node's request itself and closes the connection under a body it refused,
+  // so the adapter's own clean-up of unread bodies stays off (Node discards what a kept-alive request left).
+  const listener = getRequestListener(app.fetch, { autoCleanupIncoming: false });
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    const started = performance.now();
-    const requestId = randomUUID();
-    res.setHeader("X-Request-Id", requestId);
     inFlight++;
-    res.on("close", () => {
+    res.once("close", () => {
       inFlight--;
-      // Only method, path and outcome: never headers, query strings or bodies (they carry credentials).
-      logger.info(
-        {
-          requestId,
-          method: req.method,
-          path: (req.url ?? "/").split("?")[0],
-          status: res.statusCode,
-          ms: Math.round(performance.now() - started),
-        },
-        "request",
-      );
       if (draining && inFlight === 0) drained?.();
     });
     if (draining) res.setHeader("Connection", "close");
-    handle(req, res).catch((error: unknown) => {
-      const domain = sendError(res, error);
-      if (domain.status >= 500) logger.error({ err: error, requestId }, "unhandled error");
-    });
+    void listener(req, res);
   };
   const server = createServer(onRequest);
   // `Expect: 100-continue` requests come here too: the edge decides on the headers, then sends 100 Continue only
@@ -142,6 +61,7 @@ export async function startHttpServer(services: Services, options: { host: strin
   });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const logger = services.logger;
 
   return {
     server,

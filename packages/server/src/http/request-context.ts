@@ -1,14 +1,27 @@
 import type { IncomingMessage } from "node:http";
+import type { HttpBindings } from "@hono/node-server";
 import { type Context, createContext, type Principal, type RequestInfo, type Services } from "@retouch/core";
+import type { Context as HonoContext } from "hono";
 
-export function toWebHeaders(req: IncomingMessage): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    for (const item of Array.isArray(value) ? value : [value]) headers.append(name, item);
-  }
-  return headers;
+/** What a request carries from one middleware to the next. */
+export interface HttpVariables {
+  /** Set by hono/request-id for every request; sent back as `X-Request-Id` and written in its log line. */
+  requestId: string;
+  /** Headers and client address, built once: the edge authenticates from them and the context reuses them. */
+  requestInfo: RequestInfo;
+  /** The caller the edge authenticated, for the context (so the procedure does not authenticate again). */
+  principal: Principal | undefined;
+  /** The body the edge read and checked; undefined for a request without one. */
+  body: { text: string; value: unknown } | undefined;
 }
+
+/** The host's Hono environment: Node's request and response underneath (the edge reads bodies from them). */
+export interface HttpEnv {
+  Bindings: HttpBindings;
+  Variables: HttpVariables;
+}
+
+export type HttpContext = HonoContext<HttpEnv>;
 
 export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   if (trustProxy) {
@@ -19,25 +32,16 @@ export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   return req.socket.remoteAddress ?? "unknown";
 }
 
-/** Per request, built once: the edge authenticates from these headers, and the context reuses them. */
-const requestInfos = new WeakMap<IncomingMessage, RequestInfo>();
-/** The caller the edge authenticated, for the context (so the procedure does not authenticate again). */
-const principals = new WeakMap<IncomingMessage, Principal>();
-
-export function requestInfo(services: Services, req: IncomingMessage): RequestInfo {
-  let info = requestInfos.get(req);
+export function requestInfo(services: Services, c: HttpContext): RequestInfo {
+  let info = c.get("requestInfo");
   if (!info) {
-    info = { headers: toWebHeaders(req), ip: clientIp(req, services.config.trustProxy) };
-    requestInfos.set(req, info);
+    info = { headers: c.req.raw.headers, ip: clientIp(c.env.incoming, services.config.trustProxy) };
+    c.set("requestInfo", info);
   }
   return info;
 }
 
-export function setRequestPrincipal(req: IncomingMessage, principal: Principal): void {
-  principals.set(req, principal);
-}
-
-/** The HTTP context: the pure context filled from a Node request, with the caller the edge resolved. */
-export function createHttpContext(services: Services, req: IncomingMessage): Context {
-  return createContext(services, requestInfo(services, req), principals.get(req));
+/** The HTTP context: the pure context filled from the request, with the caller the edge resolved. */
+export function createHttpContext(services: Services, c: HttpContext): Context {
+  return createContext(services, requestInfo(services, c), c.get("principal"));
 }

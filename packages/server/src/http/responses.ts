@@ -1,38 +1,27 @@
-import type { ServerResponse } from "node:http";
 import { type RetouchError, toRetouchError, trpcErrorResponse } from "@retouch/core";
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const payload = JSON.stringify(body);
-  res.writeHead(status, {
-    "Content-Type": "application/json; charset=utf-8",
-    "Content-Length": Buffer.byteLength(payload),
-    ...headers,
+export function jsonResponse(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "Content-Type": "application/json; charset=utf-8", ...headers },
   });
-  res.end(payload);
 }
 
-export function sendError(res: ServerResponse, error: unknown): RetouchError {
+/** The one error shape `{ code, message }` with the status and headers (`Retry-After`) of the error table. */
+export function errorResponse(error: unknown): Response {
   const domain = toRetouchError(error);
-  if (!res.headersSent) sendJson(res, domain.status, domain.toBody(), domain.headers());
-  else res.destroy();
-  return domain;
+  return jsonResponse(domain.status, domain.toBody(), domain.headers());
 }
 
 /** The same refusal in the envelope tRPC clients parse (for answers given before the tRPC adapter runs). */
-export function sendTrpcError(res: ServerResponse, error: unknown): RetouchError {
-  const domain = toRetouchError(error);
-  if (!res.headersSent) sendJson(res, domain.status, trpcErrorResponse(domain), domain.headers());
-  else res.destroy();
-  return domain;
+export function trpcRefusal(error: RetouchError): Response {
+  return jsonResponse(error.status, trpcErrorResponse(error), error.headers());
 }
 
-export function sendHtml(res: ServerResponse, status: number, html: string): void {
-  res.writeHead(status, {
-    "Content-Type": "text/html; charset=utf-8",
-    "Content-Length": Buffer.byteLength(html),
-    "Cache-Control": "no-store",
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
-    "Referrer-Policy": "no-referrer",
+/** A page for people. The host's Content-Security-Policy covers it (see security.ts); it is never cached. */
+export function htmlResponse(status: number, html: string, headers: Record<string, string> = {}): Response {
+  return new Response(html, {
+    status,
+    headers: { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store", ...headers },
   });
-  res.end(html);
 }

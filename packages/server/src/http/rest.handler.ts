@@ -1,22 +1,37 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { appRouter, isClientError, type RetouchError, type Services, toRetouchError } from "@retouch/core";
+import { appRouter, isClientError, RetouchError, type Services, toRetouchError } from "@retouch/core";
 import { createOpenApiNodeHttpHandler } from "trpc-to-openapi";
 import { responseMetaFor } from "./procedure-meta";
-import { createHttpContext } from "./request-context";
+import { createHttpContext, type HttpContext } from "./request-context";
+import { errorResponse } from "./responses";
+
+type OpenApiHandler = ReturnType<typeof createOpenApiNodeHttpHandler>;
+type AdapterRequest = Parameters<OpenApiHandler>[0];
+type AdapterResponse = Parameters<OpenApiHandler>[1];
 
 /**
- * REST at the spec's paths, served from the router by trpc-to-openapi.
- * The adapter writes its own error body (with tRPC's code names, and the
- * message of any plain Error); we replace it with the one error shape of the
+ * REST at the spec's paths, served from the router by trpc-to-openapi, as a
+ * handler that answers a fetch `Response`.
+ *
+ * Not the package's `createOpenApiFetchHandler`, which this mirrors: that one
+ * builds a new adapter for every request (and with it, unless NODE_ENV is
+ * "production", the whole OpenAPI document, only to check the router), and
+ * reads and parses the body again, which the edge has already read, parsed and
+ * checked (`c.var.body`). Here the adapter is built once and given the parsed
+ * body, as its fetch handler gives it one (a proxy over the request whose
+ * `body` is the parsed value).
+ *
+ * The adapter writes its own error body (tRPC's code names, and the message of
+ * any plain Error); the response carries instead the one error shape of the
  * error table, so clients see `{ code: "email_unverified", message }` and
  * nothing internal.
  */
 export function createRestHandler(services: Services) {
-  const failures = new WeakMap<IncomingMessage, RetouchError>();
-  const handler = withoutRouterCheck(() =>
+  const contexts = new WeakMap<object, HttpContext>();
+  const failures = new WeakMap<object, RetouchError>();
+  const adapter = withoutRouterCheck(() =>
     createOpenApiNodeHttpHandler({
       router: appRouter,
-      createContext: ({ req }) => createHttpContext(services, req),
+      createContext: ({ req }) => createHttpContext(services, contexts.get(req) as HttpContext),
       responseMeta: responseMetaFor,
       onError: ({ error, req, path }) => {
         const domain = toRetouchError(error);
@@ -26,15 +41,45 @@ export function createRestHandler(services: Services) {
     }),
   );
 
-  /** `body`: what the host read, parsed and checked; the adapter uses it instead of reading the stream. */
-  return async (req: IncomingMessage, res: ServerResponse, body: unknown, next: () => void): Promise<void> => {
-    (req as IncomingMessage & { body?: unknown }).body = body;
-    const end = res.end.bind(res) as (chunk?: unknown) => ServerResponse;
-    res.end = ((chunk?: unknown) => {
-      const failure = failures.get(req);
-      return end(failure && res.statusCode >= 400 ? JSON.stringify(failure.toBody()) : chunk);
-    }) as ServerResponse["end"];
-    await handler(req, res, next);
+  return (c: HttpContext): Promise<Response> => {
+    const body = c.var.body?.value;
+    // HEAD is answered as GET without a body (Hono drops it); the adapter only knows GET routes.
+    const method = c.req.method === "HEAD" ? "GET" : c.req.method;
+    const request = new Proxy(c.req.raw, {
+      get: (target, property) => {
+        if (property === "body") return body;
+        if (property === "method") return method;
+        return Reflect.get(target, property, target);
+      },
+    }) as unknown as AdapterRequest;
+    contexts.set(request, c);
+
+    return new Promise<Response>((resolve, reject) => {
+      const headers = new Headers();
+      let status = 200;
+      const response = {
+        get statusCode() {
+          return status;
+        },
+        set statusCode(code: number) {
+          status = code;
+        },
+        setHeader(name: string, value: string | readonly string[]) {
+          if (typeof value === "string") headers.set(name, value);
+          else for (const item of value) headers.append(name, item);
+        },
+        end(chunk?: string) {
+          const failure = failures.get(request);
+          resolve(
+            new Response(failure && status >= 400 ? JSON.stringify(failure.toBody()) : (chunk ?? null), { status, headers }),
+          );
+        },
+      } as unknown as AdapterResponse;
+      // The host routed the request from the same metadata: the adapter finds its procedure. Should it not
+      // (a path the two normalise differently), the answer is the host's 404.
+      const notFound = () => resolve(errorResponse(new RetouchError("not_found", `No route for ${c.req.method} ${c.req.path}.`)));
+      adapter(request, response, notFound).catch(reject);
+    });
   };
 }
 

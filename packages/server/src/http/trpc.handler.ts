@@ -1,25 +1,26 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import { appRouter, isClientError, type Services, toRetouchError } from "@retouch/core";
-import { nodeHTTPRequestHandler } from "@trpc/server/adapters/node-http";
+import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import { responseMetaFor } from "./procedure-meta";
-import { createHttpContext } from "./request-context";
-import { TRPC_PREFIX } from "./route-policy";
+import { createHttpContext, type HttpContext } from "./request-context";
+import { TRPC_ENDPOINT } from "./route-policy";
 
 /**
  * The typed endpoint the SDK talks to (`@trpc/client`), same router, same
- * errors. The host has already read and checked the body: `body` is its text,
- * which the adapter takes as it is (a parsed object it would serialise again).
+ * errors, through tRPC's fetch adapter. The edge has already read and checked
+ * the body: the adapter gets a request carrying that text (it parses JSON
+ * itself), never Node's stream.
  */
 export function createTrpcHandler(services: Services) {
-  return (req: IncomingMessage, res: ServerResponse, pathname: string, body: string | undefined): Promise<void> => {
-    // Never let the adapter read the stream itself: an empty string is "no input".
-    (req as IncomingMessage & { body?: string }).body = body ?? "";
-    return nodeHTTPRequestHandler({
+  return (c: HttpContext): Promise<Response> => {
+    const method = c.req.method;
+    const text = c.var.body?.text;
+    // An empty body is "no input"; GET and HEAD carry none.
+    const body = method === "GET" || method === "HEAD" ? undefined : (text ?? "");
+    return fetchRequestHandler({
+      endpoint: TRPC_ENDPOINT,
+      req: new Request(c.req.url, { method, headers: c.req.raw.headers, body, signal: c.req.raw.signal }),
       router: appRouter,
-      req,
-      res,
-      path: pathname.slice(TRPC_PREFIX.length),
-      createContext: ({ req: request }) => createHttpContext(services, request),
+      createContext: () => createHttpContext(services, c),
       // The REST statuses (201, 202) are the spec's; tRPC clients read the envelope, so only errors set a status here.
       responseMeta: ({ ctx, errors }) => responseMetaFor({ ctx, errors, paths: [] }),
       onError: ({ error, path }) => {

@@ -1,4 +1,3 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import {
   bearerToken,
@@ -9,8 +8,8 @@ import {
   type Services,
   toRetouchError,
 } from "@retouch/core";
-import { createHttpContext } from "../http/request-context";
-import { sendJson } from "../http/responses";
+import { createHttpContext, type HttpContext } from "../http/request-context";
+import { jsonResponse } from "../http/responses";
 import { createResultContent } from "./mcp-results";
 import { callTool, listedTool, type McpTool, mcpToolsFromRouter, RESULT_TOOL } from "./mcp-tools";
 
@@ -24,7 +23,7 @@ const INSTRUCTIONS = `Retouch edits images from plain-language instructions, as 
 Errors are tool results with isError: their text is JSON {"code", "message"} and the message says what to do. "email_unverified": the account owner must verify their email first; "insufficient_credits": the balance is empty; "rate_limited" (with retry_after_seconds) and "too_many_in_flight": wait before retrying, with the same idempotency_key.`;
 
 type McpSdk = typeof import("@modelcontextprotocol/sdk/server/index.js") &
-  typeof import("@modelcontextprotocol/sdk/server/streamableHttp.js") &
+  typeof import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js") &
   typeof import("@modelcontextprotocol/sdk/types.js");
 let sdk: Promise<McpSdk> | undefined;
 
@@ -32,7 +31,7 @@ let sdk: Promise<McpSdk> | undefined;
 function loadSdk(): Promise<McpSdk> {
   sdk ??= Promise.all([
     import("@modelcontextprotocol/sdk/server/index.js"),
-    import("@modelcontextprotocol/sdk/server/streamableHttp.js"),
+    import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
     import("@modelcontextprotocol/sdk/types.js"),
   ]).then(([server, transport, types]) => ({ ...server, ...transport, ...types }));
   return sdk;
@@ -142,20 +141,16 @@ export function createMcpHandler(services: Services) {
    * malformed JSON, invalid request otherwise) with the HTTP status and the
    * domain code in `data`.
    */
-  function refuse(req: IncomingMessage, res: ServerResponse, error: unknown): RetouchError {
-    const domain = toRetouchError(error);
+  function refuse(c: HttpContext, domain: RetouchError): Response {
     if (domain.code === "unauthorized") {
-      const presented = bearerToken(req.headers.authorization) !== undefined;
-      sendJson(
-        res,
+      const presented = bearerToken(c.req.header("authorization")) !== undefined;
+      return jsonResponse(
         401,
         { code: "unauthorized", message: "Send your Retouch API key: Authorization: Bearer pk_..." },
         { "WWW-Authenticate": `${realm}${presented ? ', error="invalid_token"' : ""}` },
       );
-      return domain;
     }
-    sendJson(
-      res,
+    return jsonResponse(
       domain.status,
       {
         jsonrpc: "2.0",
@@ -164,20 +159,34 @@ export function createMcpHandler(services: Services) {
       },
       domain.headers(),
     );
-    return domain;
   }
 
-  /** Serves a request the host has authenticated and whose body it has read and checked. */
-  async function serve(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  /**
+   * Serves a request the edge has authenticated and whose body it has read and
+   * checked, through the SDK's web-standard transport (a fetch Request in, a
+   * Response out). In JSON mode the Response is whole when it resolves, so the
+   * per-request server and transport are closed then.
+   */
+  async function serve(c: HttpContext): Promise<Response> {
     const mcpSdk = await loadSdk();
-    const server = buildServer(mcpSdk, createHttpContext(services, req));
-    const transport = new mcpSdk.StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on("close", () => {
+    const server = buildServer(mcpSdk, createHttpContext(services, c));
+    const transport = new mcpSdk.WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    // A client that closes its request abandons the call: closing the server aborts its handlers (wait_seconds stops).
+    const abandon = () => void server.close();
+    c.req.raw.signal.addEventListener("abort", abandon, { once: true });
+    try {
+      await server.connect(transport);
+      // The body was read by the edge: the transport gets it parsed, and a request without a stream to read.
+      const request = new Request(c.req.url, { method: c.req.method, headers: c.req.raw.headers });
+      return await transport.handleRequest(request, { parsedBody: c.var.body?.value });
+    } finally {
+      c.req.raw.signal.removeEventListener("abort", abandon);
       void transport.close();
       void server.close();
-    });
-    await server.connect(transport);
-    await transport.handleRequest(req, res, body);
+    }
   }
 
   return { serve, refuse };

@@ -1,49 +1,68 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Services } from "@retouch/core";
-import { toWebHeaders } from "../http/request-context";
-import { sendHtml } from "../http/responses";
+import type { HttpContext } from "../http/request-context";
+import { htmlResponse } from "../http/responses";
 import { escapeHtml, page } from "./layout";
 
 export const VERIFY_EMAIL_PATH = "/auth/verify-email";
+/** Where a verified person lands, signed in (a client route of the dashboard). */
+export const DASHBOARD_HOME = "/dashboard";
+/** Where a person whose link failed lands: the dashboard's sign-in page explains `verify_error` and offers a fresh link. */
+export const SIGN_IN_PAGE = "/sign-in";
 
-/** Where the emailed link lands: verifies the address and says so in plain words. */
-export async function verifyEmailPage(services: Services, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+/**
+ * Where the emailed link lands. It verifies the address and signs the person
+ * in (better-auth's session cookie, `autoSignInAfterVerification`), then:
+ * - with the dashboard served: 303 to /dashboard, or for a link that does not
+ *   work 303 to /sign-in?verify_error=expired|invalid (never a JSON error);
+ * - without one (an API-only deployment): a page that says so in plain words,
+ *   with what to do next.
+ */
+export function createVerifyEmailPage(services: Services, options: { dashboard: boolean }) {
   const base = escapeHtml(services.config.publicBaseUrl);
   const resend = `<p>Request a fresh link; it goes to the address you signed up with:</p>
 <pre>curl -X POST ${base}/auth/send-verification-email \\
   -H 'Content-Type: application/json' \\
   -d '{"email": "you@example.com"}'</pre>`;
+  const redirect = (location: string, setCookie: string[] = []) => {
+    const headers = new Headers({ Location: location, "Cache-Control": "no-store" });
+    for (const cookie of setCookie) headers.append("Set-Cookie", cookie);
+    return new Response(null, { status: 303, headers });
+  };
 
-  const token = url.searchParams.get("token");
-  if (!token) {
-    const body = `<h1 class="bad">This link is incomplete</h1>
+  return async (c: HttpContext): Promise<Response> => {
+    const token = c.req.query("token");
+    if (!token) {
+      if (options.dashboard) return redirect(`${SIGN_IN_PAGE}?verify_error=invalid`);
+      const body = `<h1 class="bad">This link is incomplete</h1>
 <p>The verification link is missing its token. Open the link exactly as it appears in the email.</p>
 ${resend}`;
-    sendHtml(res, 400, page("Verification link incomplete", body));
-    return;
-  }
+      return htmlResponse(400, page("Verification link incomplete", body));
+    }
 
-  const outcome = await services.accounts.verifyEmail(token, toWebHeaders(req));
-  if (outcome.verified) {
-    const who = outcome.email ? ` <strong>${escapeHtml(outcome.email)}</strong>` : "";
-    const body = `<h1 class="ok">Your email${who} is verified</h1>
+    const outcome = await services.accounts.verifyEmail(token, c.req.raw.headers);
+    if (outcome.verified) {
+      if (options.dashboard) return redirect(DASHBOARD_HOME, outcome.setCookie);
+      const who = outcome.email ? ` <strong>${escapeHtml(outcome.email)}</strong>` : "";
+      const body = `<h1 class="ok">Your email${who} is verified</h1>
 <p>You can now create API keys and submit edits. Create a key with the session cookie from sign-in:</p>
 <pre>curl -X POST ${base}/api/keys \\
   -H 'Content-Type: application/json' \\
   -H 'Cookie: &lt;the Set-Cookie value from sign-in&gt;' \\
   -d '{"name": "my first key"}'</pre>
 <p>You can close this page.</p>`;
-    sendHtml(res, 200, page("Email verified", body));
-    return;
-  }
+      const response = htmlResponse(200, page("Email verified", body));
+      for (const cookie of outcome.setCookie) response.headers.append("Set-Cookie", cookie);
+      return response;
+    }
 
-  const reason =
-    outcome.reason === "expired"
-      ? "This verification link has expired."
-      : "This verification link is not valid. It may have been mistyped or cut off by your mail client.";
-  sendHtml(
-    res,
-    400,
-    page("Verification failed", `<h1 class="bad">We could not verify your email</h1>\n<p>${reason}</p>\n${resend}`),
-  );
+    if (options.dashboard) return redirect(`${SIGN_IN_PAGE}?verify_error=${outcome.reason}`);
+    const reason =
+      outcome.reason === "expired"
+        ? "This verification link has expired."
+        : "This verification link is not valid. It may have been mistyped or cut off by your mail client.";
+    return htmlResponse(
+      400,
+      page("Verification failed", `<h1 class="bad">We could not verify your email</h1>\n<p>${reason}</p>\n${resend}`),
+    );
+  };
 }

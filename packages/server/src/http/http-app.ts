@@ -1,0 +1,100 @@
+import { RetouchError, type Services, toRetouchError } from "@retouch/core";
+import { Hono } from "hono";
+import { requestId } from "hono/request-id";
+import { createDiscoveryRoutes } from "../discovery/discovery.handler";
+import { createMcpHandler, MCP_PATH } from "../mcp/mcp.handler";
+import { createVerifyEmailPage, VERIFY_EMAIL_PATH } from "../pages/verify-email.page";
+import { BodyBudget } from "./body-budget";
+import { mountDashboard } from "./dashboard";
+import { createEdge } from "./edge";
+import { FILES_PREFIX, serveSignedFile } from "./files.handler";
+import type { HttpEnv } from "./request-context";
+import { errorResponse, jsonResponse, trpcRefusal } from "./responses";
+import { createRestHandler } from "./rest.handler";
+import { createRoutePolicies, TRPC_ENDPOINT } from "./route-policy";
+import { apiCors, securityHeaders } from "./security";
+import { createTrpcHandler } from "./trpc.handler";
+
+export interface HttpAppOptions {
+  /** The built dashboard to serve at `/`; undefined: a page saying how to build it. */
+  dashboardDir: string | undefined;
+  /** True once the server is shutting down (/healthz answers 503). */
+  draining(): boolean;
+}
+
+/**
+ * The whole HTTP surface as one Hono app: middleware for what every response
+ * gets (request id, log line, security headers) and for the API's CORS; then
+ * the routes, each behind the edge that checks credentials and reads the body
+ * before its adapter; the dashboard last, so it only answers what nothing else
+ * did.
+ */
+export function createHttpApp(services: Services, options: HttpAppOptions): Hono<HttpEnv> {
+  const { config, logger } = services;
+  const policies = createRoutePolicies(config);
+  const edge = createEdge(services, new BodyBudget(config.maxBodyBytesInFlight));
+  const rest = createRestHandler(services);
+  const trpc = createTrpcHandler(services);
+  const mcp = createMcpHandler(services);
+  const restRefusal = (_c: unknown, error: RetouchError) => errorResponse(error);
+
+  // Trailing slashes are the same path, as they were before the move (`/api/keys/`).
+  const app = new Hono<HttpEnv>({ strict: false });
+
+  // Generated here, never taken from the client: it names this server's log line.
+  app.use(requestId({ headerName: "" }));
+  app.use(async (c, next) => {
+    const started = performance.now();
+    const outgoing = c.env.outgoing;
+    // Logged when the response is over (a streamed file included). Only method, path and outcome: never
+    // headers, query strings or bodies (they carry credentials).
+    outgoing.once("close", () => {
+      const ms = Math.round(performance.now() - started);
+      logger.info(
+        { requestId: c.var.requestId, method: c.req.method, path: c.req.path, status: outgoing.statusCode, ms },
+        "request",
+      );
+    });
+    await next();
+    // After the handler, so that a Response built by an adapter gets it too; set on the response itself (as
+    // hono/secure-headers does) rather than through c.header, which would wrap the finished response again and
+    // turn its body into a stream that @hono/node-server then writes chunk by chunk.
+    c.res.headers.set("X-Request-Id", c.var.requestId);
+  });
+  app.use(securityHeaders(config));
+  const cors = apiCors(config);
+  if (cors) for (const prefix of ["/api/*", `${TRPC_ENDPOINT}/*`, `${FILES_PREFIX}*`]) app.use(prefix, cors);
+
+  app.get("/healthz", () => (options.draining() ? jsonResponse(503, { ok: false }) : jsonResponse(200, { ok: true })));
+  app.route("/", createDiscoveryRoutes(services));
+  app.get(VERIFY_EMAIL_PATH, createVerifyEmailPage(services, { dashboard: options.dashboardDir !== undefined }));
+  app.get(`${FILES_PREFIX}*`, (c) => serveSignedFile(services, c));
+
+  for (const route of policies.rest) app.on(route.method, route.path, edge(restRefusal, route.policy), rest);
+  app.all(
+    `${TRPC_ENDPOINT}/*`,
+    edge(
+      (_c, error) => trpcRefusal(error),
+      (c) => policies.trpc(c.req.path),
+    ),
+    trpc,
+  );
+  app.post(MCP_PATH, edge(mcp.refuse, policies.mcp), mcp.serve);
+  app.all(MCP_PATH, () =>
+    jsonResponse(
+      405,
+      { code: "method_not_allowed", message: "The MCP endpoint takes POST (stateless Streamable HTTP)." },
+      { Allow: "POST" },
+    ),
+  );
+
+  mountDashboard(app, { dir: options.dashboardDir, publicBaseUrl: config.publicBaseUrl });
+
+  app.notFound((c) => errorResponse(new RetouchError("not_found", `No route for ${c.req.method} ${c.req.path}.`)));
+  app.onError((error, c) => {
+    const domain = toRetouchError(error);
+    if (domain.status >= 500) logger.error({ err: error, requestId: c.var.requestId }, "unhandled error");
+    return errorResponse(domain);
+  });
+  return app;
+}

@@ -1,0 +1,2 @@
+// The router the dashboard talks to: the service's own, as the SDK's generated types describe it.
+export type { AppRouter } from "@retouch/sdk";

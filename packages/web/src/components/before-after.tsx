@@ -1,0 +1,27 @@
+import { useId, useState } from "react";
+
+/** The original and the result in one frame, a slider deciding how much of each shows. */
+export function BeforeAfter({ before, after, width, height }: { before: string; after: string; width: number; height: number }) {
+  const [split, setSplit] = useState(50);
+  const sliderId = useId();
+  return (
+    <figure className="compare">
+      <div className="compare-frame" style={{ aspectRatio: `${width} / ${height}` }}>
+        <img src={before} alt="Original" className="compare-image" />
+        <img src={after} alt="Result" className="compare-image" style={{ clipPath: `inset(0 0 0 ${split}%)` }} />
+        <span className="compare-line" style={{ left: `${split}%` }} aria-hidden="true" />
+      </div>
+      <figcaption>
+        <label htmlFor={sliderId}>Compare: original on the left, result on the right</label>
+        <input
+          id={sliderId}
+          type="range"
+          min={0}
+          max={100}
+          value={split}
+          onChange={(event) => setSplit(Number(event.target.value))}
+        />
+      </figcaption>
+    </figure>
+  );
+}

@@ -1,0 +1,86 @@
+import { useMutation, useQuery } from "@tanstack/react-query";
+import { Link } from "wouter";
+import { trpc } from "../api/trpc";
+import { DashboardLayout } from "../components/dashboard-layout";
+import { ErrorNote } from "../components/error-note";
+import { plural } from "../components/format";
+import { useTitle } from "../components/use-title";
+
+export function OverviewPage() {
+  useTitle("Overview");
+  const account = useQuery(trpc.account.get.queryOptions());
+  const resend = useMutation(trpc.auth.resendVerification.mutationOptions());
+  const data = account.data;
+  return (
+    <DashboardLayout>
+      <h1>Overview</h1>
+      <ErrorNote error={account.error} prefix="Your account could not be loaded:" />
+      {account.isPending ? <p className="loading">Loading your account…</p> : null}
+      {data ? (
+        <>
+          {data.email_verified ? null : (
+            <div className="note note-warning" role="status">
+              <p>
+                Confirm your email address to create API keys and run edits: open the link we sent to{" "}
+                <strong>{data.email}</strong>.
+              </p>
+              <button
+                type="button"
+                className="button-small"
+                onClick={() => resend.mutate({ email: data.email })}
+                disabled={resend.isPending || resend.isSuccess}
+              >
+                {resend.isSuccess ? "Link sent" : "Send the link again"}
+              </button>
+              <ErrorNote error={resend.error} />
+            </div>
+          )}
+          <dl className="stats">
+            <div className="stat">
+              <dt>Credits</dt>
+              <dd>
+                <span className="stat-value" data-testid="credits">
+                  {data.credits_remaining}
+                </span>
+                <span className="muted">One per image, refunded if an edit fails.</span>
+              </dd>
+            </div>
+            <div className="stat">
+              <dt>Plan</dt>
+              <dd>
+                <span className="stat-value capitalize">{data.plan}</span>
+                <span className="muted">
+                  {plural(data.limits.per_minute, "image")} a minute, {data.limits.concurrent} at once.
+                </span>
+              </dd>
+            </div>
+            <div className="stat">
+              <dt>This month</dt>
+              <dd>
+                <span className="stat-value">{data.usage.this_month}</span>
+                <span className="muted">{data.usage.this_month === 1 ? "image edited" : "images edited"}</span>
+              </dd>
+            </div>
+          </dl>
+          <p>
+            Signed in as <strong>{data.name}</strong> ({data.email}).
+          </p>
+        </>
+      ) : null}
+      <section aria-labelledby="next-steps">
+        <h2 id="next-steps">Next steps</h2>
+        <ul className="links">
+          <li>
+            <Link href="/dashboard/keys">Create an API key</Link> for your code, the CLI or an agent.
+          </li>
+          <li>
+            <Link href="/dashboard/playground">Try an edit</Link> in the playground.
+          </li>
+          <li>
+            <Link href="/dashboard/connect">Connect</Link> an MCP client, curl or the SDK.
+          </li>
+        </ul>
+      </section>
+    </DashboardLayout>
+  );
+}

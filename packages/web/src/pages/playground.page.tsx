@@ -1,0 +1,343 @@
+import { type EditOptions, JobFailedError, type OutputFormat } from "@retouch/sdk";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { type DragEvent, type FormEvent, useEffect, useRef, useState } from "react";
+import { newIdempotencyKey, retouchWithKey, useBrowserKey } from "../api/browser-key";
+import { trpc } from "../api/trpc";
+import { BeforeAfter } from "../components/before-after";
+import { DashboardLayout } from "../components/dashboard-layout";
+import { ErrorNote } from "../components/error-note";
+import { formatDuration } from "../components/format";
+import { KeyPicker } from "../components/key-picker";
+import { MaskPainter, type MaskPainterHandle } from "../components/mask-painter";
+import { useTitle } from "../components/use-title";
+
+const ACCEPTED = ["image/jpeg", "image/png", "image/webp"];
+
+interface Picture {
+  file: File;
+  url: string;
+  width: number;
+  height: number;
+}
+
+interface Outcome {
+  jobId: string;
+  url: string;
+  format: string;
+  width: number;
+  height: number;
+  processingTimeMs: number | null;
+  creditsRemaining: number;
+}
+
+/** Reads the picture's size in the browser, so the mask is painted at the picture's own resolution. */
+function loadPicture(file: File): Promise<Picture> {
+  const url = URL.createObjectURL(file);
+  return new Promise((resolve, reject) => {
+    const image = new Image();
+    image.onload = () => resolve({ file, url, width: image.naturalWidth, height: image.naturalHeight });
+    image.onerror = () => {
+      URL.revokeObjectURL(url);
+      reject(new Error("This file could not be read as a picture. Choose a JPEG, PNG or WebP image."));
+    };
+    image.src = url;
+  });
+}
+
+export function PlaygroundPage() {
+  useTitle("Playground");
+  const queryClient = useQueryClient();
+  const browserKey = useBrowserKey();
+  const capabilities = useQuery(trpc.service.capabilities.queryOptions(undefined, { staleTime: 300_000 }));
+  const [picture, setPicture] = useState<Picture | undefined>();
+  const [pictureError, setPictureError] = useState<string | undefined>();
+  const [prompt, setPrompt] = useState("");
+  const [format, setFormat] = useState<"" | OutputFormat>("");
+  const [quality, setQuality] = useState(90);
+  const [masking, setMasking] = useState(false);
+  const [brush, setBrush] = useState(0.05);
+  const [dragging, setDragging] = useState(false);
+  const [progress, setProgress] = useState<{ jobId: string; creditsRemaining: number } | undefined>();
+  const painter = useRef<MaskPainterHandle>(null);
+  const abort = useRef<AbortController | undefined>(undefined);
+
+  useEffect(() => () => abort.current?.abort(), []);
+  useEffect(() => () => (picture ? URL.revokeObjectURL(picture.url) : undefined), [picture]);
+
+  const choose = async (file: File | undefined) => {
+    setPictureError(undefined);
+    run.reset();
+    setProgress(undefined);
+    if (!file) return;
+    if (!ACCEPTED.includes(file.type)) {
+      setPictureError(`${file.name} is not a JPEG, PNG or WebP picture.`);
+      return;
+    }
+    try {
+      setPicture(await loadPicture(file));
+    } catch (error) {
+      setPictureError((error as Error).message);
+    }
+  };
+
+  const refreshAccount = () =>
+    Promise.all([
+      queryClient.invalidateQueries({ queryKey: trpc.account.get.queryKey() }),
+      queryClient.invalidateQueries({ queryKey: trpc.jobs.list.pathKey() }),
+    ]);
+
+  const run = useMutation({
+    mutationFn: async (): Promise<Outcome> => {
+      if (!picture || !browserKey) throw new Error("Choose a picture and a key first.");
+      abort.current?.abort();
+      const controller = new AbortController();
+      abort.current = controller;
+      const retouch = retouchWithKey(browserKey.key);
+      const options: EditOptions = {};
+      if (format) options.format = format;
+      if (format !== "png") options.quality = quality;
+      if (masking) {
+        const mask = await painter.current?.toPng();
+        if (mask) options.mask = mask;
+      }
+      const submission = await retouch.submit(picture.file, prompt, {
+        ...options,
+        idempotencyKey: newIdempotencyKey(),
+        signal: controller.signal,
+      });
+      setProgress({ jobId: submission.job_id, creditsRemaining: submission.credits_remaining });
+      void refreshAccount();
+      // The SDK's own loop, at the pace the service asks for (2 to 5 s between checks).
+      const status = await retouch.waitForJob(submission.job_id, { intervalMs: 2000, signal: controller.signal });
+      // A failed job's credit is back: the balance after the refund.
+      if (status.credits_remaining !== undefined) {
+        setProgress({ jobId: submission.job_id, creditsRemaining: status.credits_remaining });
+      }
+      const result = await retouch.result(submission.job_id, controller.signal);
+      if (!result) throw new Error(`Job ${submission.job_id} is still running (${status.status}).`);
+      return {
+        jobId: result.job_id,
+        url: result.url,
+        format: result.format,
+        width: result.width,
+        height: result.height,
+        processingTimeMs: result.processing_time_ms,
+        creditsRemaining: result.credits_remaining,
+      };
+    },
+    onSettled: () => refreshAccount(),
+  });
+
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    setProgress(undefined);
+    run.mutate();
+  };
+  const onDrop = (event: DragEvent) => {
+    event.preventDefault();
+    setDragging(false);
+    void choose(event.dataTransfer.files[0]);
+  };
+
+  const examples = capabilities.data
+    ? [...new Set(capabilities.data.instructions.flatMap((instruction) => instruction.examples.slice(0, 1)))].slice(0, 8)
+    : [];
+  const limits = capabilities.data?.limits;
+  const failure = run.error instanceof JobFailedError ? run.error : undefined;
+  const outcome = run.data;
+  const credits = outcome?.creditsRemaining ?? progress?.creditsRemaining;
+
+  const preview = picture ? (
+    outcome ? (
+      <section aria-labelledby="result-title" className="result">
+        <h2 id="result-title">Result</h2>
+        <BeforeAfter before={picture.url} after={outcome.url} width={outcome.width} height={outcome.height} />
+        <p>
+          {outcome.width} × {outcome.height} {outcome.format.toUpperCase()}, made in {formatDuration(outcome.processingTimeMs)}.{" "}
+          <a className="button-link button-small" href={outcome.url} download={`${outcome.jobId}.${outcome.format}`}>
+            Download
+          </a>
+        </p>
+      </section>
+    ) : (
+      <section aria-labelledby="picture-title">
+        <h2 id="picture-title" className="visually-hidden">
+          Your picture
+        </h2>
+        <div className="canvas-stack" style={{ aspectRatio: `${picture.width} / ${picture.height}` }}>
+          <img src={picture.url} alt={`Your picture, ${picture.file.name}`} />
+          {masking ? <MaskPainter ref={painter} width={picture.width} height={picture.height} brush={brush} /> : null}
+        </div>
+        <p className="hint">
+          {picture.file.name}, {picture.width} × {picture.height}
+        </p>
+      </section>
+    )
+  ) : (
+    <div className="preview-empty" aria-hidden="true">
+      Your picture appears here
+    </div>
+  );
+
+  return (
+    <DashboardLayout>
+      <h1>Playground</h1>
+      <KeyPicker browserKey={browserKey} purpose="Edits here run" />
+      <div className="playground">
+        <form className="playground-controls" onSubmit={submit}>
+          {/* biome-ignore lint/a11y/noStaticElementInteractions: a drop target for the pointer; the file input inside it is the way in for everyone else */}
+          <div
+            className={dragging ? "dropzone dropzone-active" : "dropzone"}
+            onDragOver={(event) => {
+              event.preventDefault();
+              setDragging(true);
+            }}
+            onDragLeave={() => setDragging(false)}
+            onDrop={onDrop}
+          >
+            <label>
+              Image
+              <input
+                name="image"
+                type="file"
+                accept={ACCEPTED.join(",")}
+                aria-describedby="image-hint"
+                onChange={(event) => void choose(event.target.files?.[0])}
+              />
+            </label>
+            <p id="image-hint" className="hint">
+              Drop a picture here or choose one: JPEG, PNG or WebP
+              {limits
+                ? `, up to ${Math.round(limits.max_image_bytes / 1024 / 1024)} MB and ${Math.round(limits.max_image_pixels / 1e6)} megapixels`
+                : ""}
+              .
+            </p>
+            {pictureError ? (
+              <p className="note note-error" role="alert">
+                {pictureError}
+              </p>
+            ) : null}
+          </div>
+
+          {/* Not wrapped in its label: a textarea's text is the label's text too, and the name would grow with it. */}
+          <div className="field">
+            <label htmlFor="prompt">Prompt</label>
+            <textarea
+              id="prompt"
+              name="prompt"
+              required
+              maxLength={2000}
+              rows={2}
+              placeholder="make it black and white"
+              value={prompt}
+              onChange={(event) => setPrompt(event.target.value)}
+            />
+          </div>
+          {examples.length > 0 ? (
+            <div className="examples">
+              <p id="examples-label" className="hint">
+                Works on this server:
+              </p>
+              <ul aria-labelledby="examples-label">
+                {examples.map((example) => (
+                  <li key={example}>
+                    <button type="button" className="chip" onClick={() => setPrompt(example)}>
+                      {example}
+                    </button>
+                  </li>
+                ))}
+              </ul>
+            </div>
+          ) : null}
+
+          <div className="row">
+            <label>
+              Format
+              <select value={format} onChange={(event) => setFormat(event.target.value as "" | OutputFormat)}>
+                <option value="">Automatic (JPEG; PNG for cut-outs)</option>
+                <option value="jpeg">JPEG</option>
+                <option value="png">PNG</option>
+                <option value="webp">WebP</option>
+              </select>
+            </label>
+            <label>
+              <span>
+                Quality <output>{format === "png" ? "lossless" : quality}</output>
+              </span>
+              <input
+                type="range"
+                min={1}
+                max={100}
+                value={quality}
+                disabled={format === "png"}
+                onChange={(event) => setQuality(Number(event.target.value))}
+              />
+            </label>
+          </div>
+
+          {picture && !outcome ? (
+            <fieldset className="mask-tools">
+              <legend>Mask (optional)</legend>
+              <label className="check">
+                <input type="checkbox" checked={masking} onChange={(event) => setMasking(event.target.checked)} />
+                Paint the area to edit
+              </label>
+              {masking ? (
+                <>
+                  <label>
+                    Brush size
+                    <input
+                      type="range"
+                      min={0.01}
+                      max={0.2}
+                      step={0.01}
+                      value={brush}
+                      onChange={(event) => setBrush(Number(event.target.value))}
+                    />
+                  </label>
+                  <button type="button" className="button-quiet button-small" onClick={() => painter.current?.clear()}>
+                    Clear the mask
+                  </button>
+                  <p className="hint">Only the painted area changes: with “remove …”, what is under the paint is removed.</p>
+                </>
+              ) : null}
+            </fieldset>
+          ) : null}
+
+          <div className="actions">
+            <button type="submit" disabled={!picture || !browserKey || !prompt.trim() || run.isPending}>
+              Run edit
+            </button>
+            {outcome ? (
+              <button type="button" className="button-quiet" onClick={() => run.reset()}>
+                Back to the picture
+              </button>
+            ) : null}
+          </div>
+
+          <div aria-live="polite" className="run-status">
+            {run.isPending && progress ? (
+              <p className="note">
+                Job <code>{progress.jobId}</code> is running…
+              </p>
+            ) : null}
+            {run.isPending && !progress ? <p className="note">Sending the picture…</p> : null}
+            {credits !== undefined ? (
+              <p>
+                Credits remaining: <strong data-testid="playground-credits">{credits}</strong>
+              </p>
+            ) : null}
+          </div>
+          {failure ? (
+            <p className="note note-error" role="alert">
+              {failure.message}
+            </p>
+          ) : (
+            <ErrorNote error={run.error} prefix="The edit did not run:" />
+          )}
+        </form>
+        <div className="playground-preview">{preview}</div>
+      </div>
+    </DashboardLayout>
+  );
+}

@@ -1,0 +1,91 @@
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useState } from "react";
+import { Link, useLocation, useSearch } from "wouter";
+import { trpc } from "../api/trpc";
+import { ErrorNote } from "../components/error-note";
+import { PublicLayout } from "../components/public-layout";
+import { useTitle } from "../components/use-title";
+
+/** Only a path of this site: a `next` pointing elsewhere would make sign-in an open redirect. */
+function safeNext(next: string | null): string {
+  return next?.startsWith("/") && !next.startsWith("//") && !next.startsWith("/\\") ? next : "/dashboard";
+}
+
+const NOTICES: Record<string, string> = {
+  signed_out: "You are signed out.",
+  reset: "Your password is changed. Sign in with the new one.",
+};
+
+export function SignInPage() {
+  useTitle("Sign in");
+  const [, navigate] = useLocation();
+  const params = new URLSearchParams(useSearch());
+  const queryClient = useQueryClient();
+  const [form, setForm] = useState({ email: "", password: "" });
+  const signIn = useMutation(
+    trpc.auth.signIn.mutationOptions({
+      onSuccess: () => {
+        // Another person may have used this tab: nothing cached (a "signed out" session above all) outlives sign-in.
+        queryClient.clear();
+        navigate(safeNext(params.get("next")));
+      },
+    }),
+  );
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    signIn.mutate(form);
+  };
+  const notice = Object.keys(NOTICES).find((key) => params.has(key));
+  const verifyError = params.get("verify_error");
+  return (
+    <PublicLayout>
+      <h1>Sign in</h1>
+      {notice ? (
+        <p className="note" role="status">
+          {NOTICES[notice]}
+        </p>
+      ) : null}
+      {verifyError ? (
+        <p className="note note-error" role="alert">
+          {verifyError === "expired"
+            ? "That verification link has expired. Sign in and ask for a fresh one."
+            : "That verification link is not valid. Open the link exactly as it appears in the email, or sign in and ask for a fresh one."}
+        </p>
+      ) : null}
+      <form className="form" onSubmit={submit}>
+        <label>
+          Email
+          <input
+            name="email"
+            type="email"
+            autoComplete="email"
+            required
+            value={form.email}
+            onChange={(event) => setForm({ ...form, email: event.target.value })}
+          />
+        </label>
+        <label>
+          Password
+          <input
+            name="password"
+            type="password"
+            autoComplete="current-password"
+            required
+            value={form.password}
+            onChange={(event) => setForm({ ...form, password: event.target.value })}
+          />
+        </label>
+        <ErrorNote error={signIn.error} />
+        <button type="submit" disabled={signIn.isPending}>
+          Sign in
+        </button>
+      </form>
+      <p>
+        <Link href="/forgot-password">Forgot your password?</Link>
+      </p>
+      <p>
+        New here? <Link href="/sign-up">Create an account</Link>
+      </p>
+    </PublicLayout>
+  );
+}

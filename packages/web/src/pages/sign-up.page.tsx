@@ -1,0 +1,80 @@
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { type FormEvent, useState } from "react";
+import { Link, useLocation } from "wouter";
+import { trpc } from "../api/trpc";
+import { ErrorNote } from "../components/error-note";
+import { PublicLayout } from "../components/public-layout";
+import { useTitle } from "../components/use-title";
+
+export function SignUpPage() {
+  useTitle("Sign up");
+  const [, navigate] = useLocation();
+  const queryClient = useQueryClient();
+  const [form, setForm] = useState({ name: "", email: "", password: "" });
+  const signUp = useMutation(
+    trpc.auth.signUp.mutationOptions({
+      onSuccess: (_data, input) => {
+        // Sign-up opens a session: the cached "nobody signed in" must not send the new account back to sign-in.
+        queryClient.clear();
+        navigate(`/check-email?email=${encodeURIComponent(input.email)}`);
+      },
+    }),
+  );
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    signUp.mutate(form);
+  };
+  return (
+    <PublicLayout>
+      <h1>Create your account</h1>
+      <p className="muted">10 free credits to start. We send a link to confirm your email address.</p>
+      <form className="form" onSubmit={submit}>
+        <label>
+          Name
+          <input
+            name="name"
+            autoComplete="name"
+            required
+            maxLength={100}
+            value={form.name}
+            onChange={(event) => setForm({ ...form, name: event.target.value })}
+          />
+        </label>
+        <label>
+          Email
+          <input
+            name="email"
+            type="email"
+            autoComplete="email"
+            required
+            value={form.email}
+            onChange={(event) => setForm({ ...form, email: event.target.value })}
+          />
+        </label>
+        <label>
+          Password
+          <input
+            name="password"
+            type="password"
+            autoComplete="new-password"
+            required
+            minLength={8}
+            aria-describedby="password-hint"
+            value={form.password}
+            onChange={(event) => setForm({ ...form, password: event.target.value })}
+          />
+        </label>
+        <p id="password-hint" className="hint">
+          At least 8 characters.
+        </p>
+        <ErrorNote error={signUp.error} />
+        <button type="submit" disabled={signUp.isPending}>
+          Sign up
+        </button>
+      </form>
+      <p>
+        Already have an account? <Link href="/sign-in">Sign in</Link>
+      </p>
+    </PublicLayout>
+  );
+}
