@@ -1,54 +1,43 @@
 import { createHash, randomBytes } from "node:crypto";
 import { get as httpGet } from "node:http";
-import { type ServerType, serve } from "@hono/node-server";
-import { auth, discoverOAuthServerInfo } from "@modelcontextprotocol/sdk/client/auth.js";
+import { auth, discoverOAuthServerInfo, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { authenticate } from "@retouch/core";
-import { Hono } from "hono";
-import { proxy } from "hono/proxy";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, sessionCookie, signUpVerified, type TestAccount } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
+import { base64, productPhoto } from "../../../test/support/images";
 import { connectMcp } from "../../../test/support/mcp-client";
 import { MemoryOAuthClientProvider } from "../../../test/support/oauth-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
-import { createOAuthRoutes } from "../src/oauth/oauth.routes";
 
 /**
  * The OAuth 2.1 authorization server for MCP clients, driven by the official
- * MCP SDK's `auth()` over real HTTP. Until the host is on Hono, a front server
- * serves the OAuth routes as the host will mount them and passes everything
- * else to the running Retouch, whose PUBLIC_BASE_URL is the front's address.
+ * MCP SDK (its transport's `authProvider` and `auth()`) over real HTTP against
+ * a running Retouch whose PUBLIC_BASE_URL is its own address.
  */
 let app: TestApp;
-let front: ServerType;
 let base: string;
 let account: TestAccount;
 const REDIRECT_URI = "http://127.0.0.1:9/callback";
-const REGISTRATIONS_PER_ADDRESS = 4;
+const REGISTRATIONS_PER_ADDRESS = 8;
 
 beforeAll(async () => {
   const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
   app = await startTestApp({
-    PUBLIC_BASE_URL: base,
+    PORT: String(port),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
     // The burst test sends X-Forwarded-For so its address has a budget of its own.
     RETOUCH_TRUST_PROXY: "1",
     RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT: `${REGISTRATIONS_PER_ADDRESS}/1h`,
+    RETOUCH_QUEUE_POLL_INTERVAL: "200ms",
   });
-  const hono = new Hono();
-  hono.route("/", createOAuthRoutes(app.services));
-  hono.all("*", (c) => {
-    const url = new URL(c.req.url);
-    return proxy(`${app.url}${url.pathname}${url.search}`, c.req.raw);
-  });
-  front = serve({ fetch: hono.fetch, port, hostname: "127.0.0.1" });
-  account = await signUpVerified({ url: base, outboxDir: app.outboxDir });
+  base = app.url;
+  account = await signUpVerified(app);
 });
-afterAll(async () => {
-  await new Promise((resolve) => front?.close(resolve));
-  await app?.close();
-});
+afterAll(() => app?.close());
 
 interface Navigation {
   status: number;
@@ -168,6 +157,67 @@ describe("metadata documents", () => {
   });
 });
 
+describe("/mcp with an OAuth access token", () => {
+  const initialize = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+  };
+  const post = (authorization?: string) =>
+    request(base, "POST", "/mcp", {
+      body: initialize,
+      headers: { accept: "application/json, text/event-stream", ...(authorization ? { authorization } : {}) },
+    });
+
+  it("answers 401 with the RFC 9728 challenge: where the protected-resource metadata is", async () => {
+    const challenge = `Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"`;
+    const none = await post();
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toBe(challenge);
+    expect(none.body).toMatchObject({ code: "unauthorized", message: expect.stringContaining("OAuth") });
+    for (const wrong of [`Bearer mcp_at_${"x".repeat(32)}`, `Bearer pk_${"A".repeat(43)}`]) {
+      const refused = await post(wrong);
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get("www-authenticate")).toBe(`${challenge}, error="invalid_token"`);
+    }
+  });
+
+  it("the official client: 401 -> sign-in and consent -> finishAuth -> tools/list and tool calls on the person's account", async () => {
+    const provider = new MemoryOAuthClientProvider(REDIRECT_URI, "Transport Agent");
+    const endpoint = new URL(`${base}/mcp`);
+    // No credential: the transport follows the 401's challenge, registers, and sends the person to authorize.
+    const first = new StreamableHTTPClientTransport(endpoint, { authProvider: provider });
+    await expect(new Client({ name: "oauth-agent", version: "1.0.0" }).connect(first)).rejects.toThrow(UnauthorizedError);
+    expect(provider.authorizationUrl?.pathname).toBe("/auth/oauth2/authorize");
+
+    const cookie = await signIn(account);
+    const consentPage = await throughSignIn(provider.authorizationUrl as URL, cookie);
+    const approved = await consent(cookie, consentPage, true);
+    await first.finishAuth(new URL(approved.body.url).searchParams.get("code") as string);
+    expect(provider.tokens()?.access_token).toMatch(/^mcp_at_/);
+
+    const client = new Client({ name: "oauth-agent", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(endpoint, { authProvider: provider }));
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(["edit_image", "get_job_result", "get_job_status"]);
+    const before = (await app.services.profiles.get(account.userId)).credits;
+    const started = await client.callTool({
+      name: "edit_image",
+      arguments: { image: base64(await productPhoto()), prompt: "make it black and white" },
+    });
+    expect(started.isError).toBeFalsy();
+    const jobId = (started.structuredContent as { job_id: string }).job_id;
+    expect(jobId).toMatch(/^job_/);
+    // The person's account paid for it.
+    expect((await app.services.profiles.get(account.userId)).credits).toBe(before - 1);
+    const status = await client.callTool({ name: "get_job_status", arguments: { job_id: jobId } });
+    expect(status.isError).toBeFalsy();
+    expect(["pending", "done"]).toContain((status.structuredContent as { status: string }).status);
+    await client.close();
+  });
+});
+
 describe("the whole flow with the official MCP client's auth()", () => {
   it("discovery -> registration -> sign-in -> consent -> code exchange -> a token for /mcp only -> refresh -> disconnect", async () => {
     const provider = new MemoryOAuthClientProvider(REDIRECT_URI, "Flow Agent");
@@ -229,17 +279,15 @@ describe("the whole flow with the official MCP client's auth()", () => {
     // The dashboard's list of connected apps shows it.
     const listed = await request(base, "GET", "/api/connected-apps", { cookie });
     expect(listed.status).toBe(200);
-    expect(listed.body.apps).toEqual([
-      {
-        client_id: registered?.client_id,
-        name: "Flow Agent",
-        uri: null,
-        icon: null,
-        scopes: ["mcp", "offline_access"],
-        granted_at: expect.any(String),
-        last_used_at: expect.any(String),
-      },
-    ]);
+    expect(listed.body.apps).toContainEqual({
+      client_id: registered?.client_id,
+      name: "Flow Agent",
+      uri: null,
+      icon: null,
+      scopes: ["mcp", "offline_access"],
+      granted_at: expect.any(String),
+      last_used_at: expect.any(String),
+    });
 
     // Refresh: a new access token that works; the client keeps going without the person.
     expect(await auth(provider, { serverUrl: `${base}/mcp` })).toBe("AUTHORIZED");
@@ -258,7 +306,8 @@ describe("the whole flow with the official MCP client's auth()", () => {
       expect(await authenticate(app.services, bearer(token), "key_or_mcp_token")).toBeUndefined();
     }
     expect(await auth(provider, { serverUrl: `${base}/mcp` })).toBe("REDIRECT");
-    expect((await request(base, "GET", "/api/connected-apps", { cookie })).body.apps).toEqual([]);
+    const remaining = (await request(base, "GET", "/api/connected-apps", { cookie })).body.apps as Array<{ client_id: string }>;
+    expect(remaining.map((app) => app.client_id)).not.toContain(registered?.client_id);
     const again = await request(base, "DELETE", `/api/connected-apps/${registered?.client_id}`, { cookie });
     expect(again.status).toBe(404);
   });

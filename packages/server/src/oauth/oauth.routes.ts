@@ -1,9 +1,8 @@
-import type { HttpBindings } from "@hono/node-server";
 import { AUTH_BASE_PATH, MCP_PATH, type RetouchError, type Services, toRetouchError } from "@retouch/core";
 import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { clientIp } from "../http/request-context";
+import { clientIp, type HttpEnv } from "../http/request-context";
 
 /** RFC 9728: where an MCP client learns which authorization server guards /mcp. */
 export const PROTECTED_RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource";
@@ -12,7 +11,7 @@ export const AUTHORIZATION_SERVER_METADATA_PATH = "/.well-known/oauth-authorizat
 /** better-auth's OAuth provider endpoints, under the auth base path. */
 export const OAUTH_ENDPOINTS_PREFIX = `${AUTH_BASE_PATH}/oauth2`;
 
-type Env = { Bindings: HttpBindings };
+type Env = HttpEnv;
 
 /** The `WWW-Authenticate` challenge /mcp answers 401 with: where the protected-resource metadata is. */
 export function mcpBearerChallenge(publicBaseUrl: string, error?: "invalid_token"): string {
