@@ -1,10 +1,9 @@
-import type { AddressInfo } from "node:net";
 import pg from "pg";
-import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, sessionCookie, signUp, type TestAccount, uniqueEmail } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
-import { parseMail, type ReceivedMail } from "../../../test/support/outbox";
+import type { ReceivedMail } from "../../../test/support/outbox";
+import { type SmtpReceiver, startSmtpReceiver } from "../../../test/support/smtp-receiver";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
@@ -12,29 +11,13 @@ import { startTestApp, type TestApp } from "../../../test/support/test-app";
  * reset, end to end: real HTTP, and the reset mail through a real SMTP server
  * on loopback, as in mail-smtp.test.ts.
  */
-let smtp: SMTPServer;
+let smtp: SmtpReceiver;
 let app: TestApp;
 let db: pg.Client;
-const received: Array<ReceivedMail & { envelopeTo: string[] }> = [];
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ["STARTTLS"],
-    logger: false,
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-      stream.on("end", async () => {
-        const mail = await parseMail(Buffer.concat(chunks));
-        received.push({ ...mail, envelopeTo: session.envelope.rcptTo.map((rcpt) => rcpt.address) });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-  const { port } = smtp.server.address() as AddressInfo;
-  app = await startTestApp({ SMTP_URL: `smtp://127.0.0.1:${port}`, RETOUCH_MAIL_FROM: "Retouch <noreply@retouch.test>" });
+  smtp = await startSmtpReceiver();
+  app = await startTestApp(smtp.env);
   db = new pg.Client({ connectionString: app.config.databaseUrl as string });
   await db.connect();
 });
@@ -42,11 +25,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await db.end();
   await app.close();
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
 });
 
 const resetMails = (email: string) =>
-  received.filter((mail) => mail.envelopeTo.includes(email) && mail.subject === "Reset your Retouch password");
+  smtp.received.filter((mail) => mail.envelopeTo.includes(email) && mail.subject === "Reset your Retouch password");
 
 /** The reset mail is sent after the answer (so the answer's timing says nothing): wait for it to arrive. */
 async function nextResetMail(email: string, already = 0): Promise<ReceivedMail> {
@@ -101,7 +84,7 @@ describe("GET /auth/get-session", () => {
 });
 
 async function verifyEmailBySmtp(email: string): Promise<void> {
-  const mail = received.find((candidate) => candidate.envelopeTo.includes(email) && /verify/i.test(candidate.subject));
+  const mail = smtp.received.find((candidate) => candidate.envelopeTo.includes(email) && /verify/i.test(candidate.subject));
   const link = new URL(mail?.link as string);
   expect((await fetch(`${app.url}${link.pathname}${link.search}`)).status).toBe(200);
 }
@@ -112,6 +95,10 @@ describe("POST /auth/sign-out", () => {
     await verifyEmailBySmtp(account.email);
     const { key } = await createKey(app.url, account);
     const other = sessionCookie((await signIn(account)).headers);
+    // The verification link signs in too (its own session), so count rather than assume.
+    const sessions = async () =>
+      (await db.query(`select count(*)::int as n from "session" where "userId" = $1`, [account.userId])).rows[0].n;
+    const before = await sessions();
 
     const response = await request(app.url, "POST", "/auth/sign-out", { cookie: account.cookie, body: {} });
     expect(response.status, response.text).toBe(200);
@@ -123,8 +110,7 @@ describe("POST /auth/sign-out", () => {
     expect((await request(app.url, "GET", "/api/account", { cookie: account.cookie })).status).toBe(401);
     expect((await request(app.url, "GET", "/api/keys", { cookie: account.cookie })).status).toBe(401);
     expect((await request(app.url, "GET", "/auth/get-session", { cookie: account.cookie })).body).toBeNull();
-    const stored = await db.query(`select count(*)::int as n from "session" where "userId" = $1`, [account.userId]);
-    expect(stored.rows[0].n).toBe(1);
+    expect(await sessions()).toBe(before - 1);
 
     expect((await request(app.url, "GET", "/api/account", { cookie: other })).status).toBe(200);
     expect((await request(app.url, "GET", "/api/account", { key })).status).toBe(200);
@@ -200,7 +186,7 @@ describe("password reset", () => {
     expect(unknown.text).toBe(known.text);
     expect(unknown.headers.getSetCookie()).toEqual(known.headers.getSetCookie());
     await nextResetMail(account.email);
-    expect(received.some((mail) => mail.envelopeTo.includes(ghost))).toBe(false);
+    expect(smtp.received.some((mail) => mail.envelopeTo.includes(ghost))).toBe(false);
   });
 
   it("adds a same-site redirect_to to the link, and refuses one that leaves the site (400, no mail)", async () => {

@@ -1,43 +1,26 @@
-import type { AddressInfo } from "node:net";
-import { SMTPServer } from "smtp-server";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { signUp } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
-import { parseMail, type ReceivedMail, readOutbox } from "../../../test/support/outbox";
+import { readOutbox } from "../../../test/support/outbox";
+import { type SmtpReceiver, startSmtpReceiver } from "../../../test/support/smtp-receiver";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
-let smtp: SMTPServer;
+let smtp: SmtpReceiver;
 let app: TestApp;
-const received: Array<ReceivedMail & { envelopeTo: string[] }> = [];
 
 beforeAll(async () => {
-  smtp = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ["STARTTLS"],
-    logger: false,
-    onData(stream, session, callback) {
-      const chunks: Buffer[] = [];
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk));
-      stream.on("end", async () => {
-        const mail = await parseMail(Buffer.concat(chunks));
-        received.push({ ...mail, envelopeTo: session.envelope.rcptTo.map((rcpt) => rcpt.address) });
-        callback();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => smtp.listen(0, "127.0.0.1", resolve));
-  const { port } = smtp.server.address() as AddressInfo;
-  app = await startTestApp({ SMTP_URL: `smtp://127.0.0.1:${port}`, RETOUCH_MAIL_FROM: "Retouch <noreply@retouch.test>" });
+  smtp = await startSmtpReceiver();
+  app = await startTestApp(smtp.env);
 });
 
 afterAll(async () => {
   await app.close();
-  await new Promise<void>((resolve) => smtp.close(() => resolve()));
+  await smtp.close();
 });
 
 it("delivers the verification link over SMTP, and the link verifies the account", async () => {
   const account = await signUp(app.url);
-  const mail = received.find((candidate) => candidate.envelopeTo.includes(account.email));
+  const mail = smtp.received.find((candidate) => candidate.envelopeTo.includes(account.email));
   expect(mail).toBeDefined();
   expect(mail?.subject).toBe("Verify your email for Retouch");
   expect(mail?.text).toContain("Open this link to verify your email address");

@@ -77,8 +77,13 @@ describe("the service process", { timeout: 90_000 }, () => {
     ({ email, password } = account);
     const link = new URL(await verificationLinkFor(path.join(dataDir, "outbox"), email));
     expect(server.output()).toContain(link.searchParams.get("token"));
-    const page = await fetch(`${base()}${link.pathname}${link.search}`);
-    expect(await page.text()).toContain("is verified");
+    // The built service serves the dashboard: the link signs the person in and lands there.
+    const landing = await fetch(`${base()}${link.pathname}${link.search}`, { redirect: "manual" });
+    expect(landing.status).toBe(303);
+    expect(landing.headers.get("location")).toMatch(/\/dashboard$/);
+    expect(landing.headers.getSetCookie().some((cookie) => cookie.startsWith("retouch.session_token="))).toBe(true);
+    const page = await fetch(new URL(landing.headers.get("location") as string, base()), { headers: { accept: "text/html" } });
+    expect(await page.text()).toContain('<div id="root">');
 
     const signIn = await request(base(), "POST", "/auth/sign-in/email", { body: { email, password } });
     expect(signIn.status).toBe(200);

@@ -4,6 +4,7 @@ import { Link } from "wouter";
 import { type BrowserKey, setBrowserKey } from "../api/browser-key";
 import { trpc } from "../api/trpc";
 import { ErrorNote } from "./error-note";
+import { TextField } from "./form-fields";
 
 /**
  * Which key this tab uses for the calls that take only a key. Without one it
@@ -56,19 +57,17 @@ export function KeyPicker({ browserKey, purpose }: { browserKey: BrowserKey | un
       </div>
       <ErrorNote error={create.error} />
       <form className="form form-inline" onSubmit={applyPasted}>
-        <label>
-          API key
-          <input
-            name="api-key"
-            type="password"
-            autoComplete="off"
-            required
-            pattern="pk_.+"
-            placeholder="pk_…"
-            value={pasted}
-            onChange={(event) => setPasted(event.target.value)}
-          />
-        </label>
+        <TextField
+          label="API key"
+          name="api-key"
+          type="password"
+          autoComplete="off"
+          required
+          pattern="pk_.+"
+          placeholder="pk_…"
+          value={pasted}
+          onValue={setPasted}
+        />
         <button type="submit" className="button-small">
           Use this key
         </button>

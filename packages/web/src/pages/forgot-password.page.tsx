@@ -2,7 +2,7 @@ import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link } from "wouter";
 import { trpc } from "../api/trpc";
-import { ErrorNote } from "../components/error-note";
+import { EmailField, FormSubmit } from "../components/form-fields";
 import { PublicLayout } from "../components/public-layout";
 import { useTitle } from "../components/use-title";
 
@@ -24,21 +24,8 @@ export function ForgotPasswordPage() {
       ) : (
         <form className="form" onSubmit={submit}>
           <p className="muted">We mail you a link to choose a new one.</p>
-          <label>
-            Email
-            <input
-              name="email"
-              type="email"
-              autoComplete="email"
-              required
-              value={email}
-              onChange={(event) => setEmail(event.target.value)}
-            />
-          </label>
-          <ErrorNote error={request.error} />
-          <button type="submit" disabled={request.isPending}>
-            Send the link
-          </button>
+          <EmailField value={email} onValue={setEmail} />
+          <FormSubmit call={request}>Send the link</FormSubmit>
         </form>
       )}
       <p>

@@ -5,6 +5,7 @@ import { trpc } from "../api/trpc";
 import { CopyButton } from "../components/copy-button";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
+import { TextField } from "../components/form-fields";
 import { formatDate } from "../components/format";
 import { TableRegion } from "../components/table-region";
 import { useTitle } from "../components/use-title";
@@ -65,17 +66,15 @@ export function KeysPage() {
         A key is sent as <code>Authorization: Bearer pk_…</code> by your code, the CLI, the SDK or an MCP client.
       </p>
       <form className="form form-inline" onSubmit={submit}>
-        <label>
-          Key name
-          <input
-            name="key-name"
-            required
-            maxLength={100}
-            placeholder="laptop, ci, my-agent"
-            value={name}
-            onChange={(event) => setName(event.target.value)}
-          />
-        </label>
+        <TextField
+          label="Key name"
+          name="key-name"
+          required
+          maxLength={100}
+          placeholder="laptop, ci, my-agent"
+          value={name}
+          onValue={setName}
+        />
         <button type="submit" disabled={create.isPending}>
           Create key
         </button>

@@ -2,7 +2,7 @@ import { useMutation } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link, useLocation, useSearch } from "wouter";
 import { trpc } from "../api/trpc";
-import { ErrorNote } from "../components/error-note";
+import { FormSubmit, TextField } from "../components/form-fields";
 import { PublicLayout } from "../components/public-layout";
 import { useTitle } from "../components/use-title";
 
@@ -21,26 +21,21 @@ export function ResetPasswordPage() {
       <h1>Choose a new password</h1>
       {token ? (
         <form className="form" onSubmit={submit}>
-          <label>
-            New password
-            <input
-              name="password"
-              type="password"
-              autoComplete="new-password"
-              required
-              minLength={8}
-              aria-describedby="new-password-hint"
-              value={password}
-              onChange={(event) => setPassword(event.target.value)}
-            />
-          </label>
+          <TextField
+            label="New password"
+            name="password"
+            type="password"
+            autoComplete="new-password"
+            required
+            minLength={8}
+            aria-describedby="new-password-hint"
+            value={password}
+            onValue={setPassword}
+          />
           <p id="new-password-hint" className="hint">
             At least 8 characters. Every other session of your account is signed out.
           </p>
-          <ErrorNote error={reset.error} />
-          <button type="submit" disabled={reset.isPending}>
-            Set the new password
-          </button>
+          <FormSubmit call={reset}>Set the new password</FormSubmit>
         </form>
       ) : (
         <p className="note note-error" role="alert">

@@ -3,7 +3,7 @@ import { type FormEvent, useState } from "react";
 import { Link, useLocation, useSearch } from "wouter";
 import { authorizationRequest, continueAuthorization } from "../api/oauth";
 import { trpc } from "../api/trpc";
-import { ErrorNote } from "../components/error-note";
+import { EmailField, FormSubmit, TextField } from "../components/form-fields";
 import { PublicLayout } from "../components/public-layout";
 import { useTitle } from "../components/use-title";
 
@@ -63,32 +63,17 @@ export function SignInPage() {
         </p>
       ) : null}
       <form className="form" onSubmit={submit}>
-        <label>
-          Email
-          <input
-            name="email"
-            type="email"
-            autoComplete="email"
-            required
-            value={form.email}
-            onChange={(event) => setForm({ ...form, email: event.target.value })}
-          />
-        </label>
-        <label>
-          Password
-          <input
-            name="password"
-            type="password"
-            autoComplete="current-password"
-            required
-            value={form.password}
-            onChange={(event) => setForm({ ...form, password: event.target.value })}
-          />
-        </label>
-        <ErrorNote error={signIn.error} />
-        <button type="submit" disabled={signIn.isPending}>
-          Sign in
-        </button>
+        <EmailField value={form.email} onValue={(email) => setForm({ ...form, email })} />
+        <TextField
+          label="Password"
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          required
+          value={form.password}
+          onValue={(password) => setForm({ ...form, password })}
+        />
+        <FormSubmit call={signIn}>Sign in</FormSubmit>
       </form>
       <p>
         <Link href="/forgot-password">Forgot your password?</Link>

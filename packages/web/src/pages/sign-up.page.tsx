@@ -3,7 +3,7 @@ import { type FormEvent, useState } from "react";
 import { Link, useLocation, useSearch } from "wouter";
 import { authorizationRequest, continueAuthorization } from "../api/oauth";
 import { trpc } from "../api/trpc";
-import { ErrorNote } from "../components/error-note";
+import { EmailField, FormSubmit, TextField } from "../components/form-fields";
 import { PublicLayout } from "../components/public-layout";
 import { useTitle } from "../components/use-title";
 
@@ -33,48 +33,31 @@ export function SignUpPage() {
       <h1>Create your account</h1>
       <p className="muted">10 free credits to start. We send a link to confirm your email address.</p>
       <form className="form" onSubmit={submit}>
-        <label>
-          Name
-          <input
-            name="name"
-            autoComplete="name"
-            required
-            maxLength={100}
-            value={form.name}
-            onChange={(event) => setForm({ ...form, name: event.target.value })}
-          />
-        </label>
-        <label>
-          Email
-          <input
-            name="email"
-            type="email"
-            autoComplete="email"
-            required
-            value={form.email}
-            onChange={(event) => setForm({ ...form, email: event.target.value })}
-          />
-        </label>
-        <label>
-          Password
-          <input
-            name="password"
-            type="password"
-            autoComplete="new-password"
-            required
-            minLength={8}
-            aria-describedby="password-hint"
-            value={form.password}
-            onChange={(event) => setForm({ ...form, password: event.target.value })}
-          />
-        </label>
+        <TextField
+          label="Name"
+          name="name"
+          autoComplete="name"
+          required
+          maxLength={100}
+          value={form.name}
+          onValue={(name) => setForm({ ...form, name })}
+        />
+        <EmailField value={form.email} onValue={(email) => setForm({ ...form, email })} />
+        <TextField
+          label="Password"
+          name="password"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={8}
+          aria-describedby="password-hint"
+          value={form.password}
+          onValue={(password) => setForm({ ...form, password })}
+        />
         <p id="password-hint" className="hint">
           At least 8 characters.
         </p>
-        <ErrorNote error={signUp.error} />
-        <button type="submit" disabled={signUp.isPending}>
-          Sign up
-        </button>
+        <FormSubmit call={signUp}>Sign up</FormSubmit>
       </form>
       <p>
         Already have an account? <Link href={oauthRequest ? `/sign-in?${oauthRequest.toString()}` : "/sign-in"}>Sign in</Link>
