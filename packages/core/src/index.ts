@@ -1,4 +1,14 @@
 export { AUTH_BASE_PATH, sessionCookieName } from "./auth/auth";
+export {
+  MCP_ACCESS_TOKEN_PREFIX,
+  MCP_PATH,
+  MCP_REFRESH_TOKEN_PREFIX,
+  MCP_SCOPE,
+  mcpResource,
+  OAUTH_CONSENT_PAGE,
+  OAUTH_LOGIN_PAGE,
+  OAUTH_SCOPES,
+} from "./auth/mcp-oauth.plugin";
 export { type Config, ConfigError, loadConfig, parseConfig, parseDuration } from "./config/env";
 export { isPlanName, PLAN_LIMITS, PLAN_NAMES, type PlanName } from "./config/plans";
 export { type DatabaseHandle, type Db, openDatabase } from "./db/database";
@@ -37,7 +47,7 @@ export {
 } from "./schemas/process.schemas";
 export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
 export { createAdminService, createServices, type ServiceDependencies, type Services } from "./services/services";
-export { authenticate, type CredentialKind } from "./trpc/authenticate";
+export { authenticate, type CredentialKind, type ProcedureCredentialKind } from "./trpc/authenticate";
 export { type Context, createContext } from "./trpc/context";
 export { isClientError, toRetouchError, trpcErrorResponse } from "./trpc/errors";
 export { type AppRouter, appRouter } from "./trpc/router";

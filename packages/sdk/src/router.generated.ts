@@ -41,5 +41,9 @@ export type AppRouter = TRPCBuiltRouter<
     service: {
       capabilities: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "workflows": Array<{ "name": "background_removal" | "object_removal" | "generative_edit"; "description": string; "examples": Array<string>; }>; "instructions": Array<{ "name": string; "examples": Array<string>; }>; "detectable_objects": Array<string>; "generative_provider": null | { "name": string; "model": string; }; "removal_providers": { "background": null | string; "object_removal": null | string; }; "models": { "background": null | { "name": string; "installed": boolean; }; }; "limits": { "max_image_bytes": number; "max_image_pixels": number; "input_formats": Array<string>; "output_formats": Array<string>; }; }; meta: object; errorShape: ErrorShape }>;
     };
+    connectedApps: {
+      list: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "apps": Array<{ "client_id": string; "name": null | string; "uri": null | string; "icon": null | string; "scopes": Array<string>; "granted_at": string; "last_used_at": null | string; }>; }; meta: object; errorShape: ErrorShape }>;
+      revoke: TRPCMutationProcedure<{ input: { "client_id": string; }; output: { "ok": boolean; }; meta: object; errorShape: ErrorShape }>;
+    };
   }
 >;

@@ -85,7 +85,8 @@ describe("GET /openapi.json", () => {
 
   it("documents POST /mcp and GET /mcp.json", () => {
     const mcp = document.paths["/mcp"].post;
-    expect(mcp.security).toEqual([{ bearerAuth: [] }]);
+    // A pk_ key, or an OAuth access token issued for /mcp (docs/oauth.md).
+    expect(mcp.security).toEqual([{ bearerAuth: [] }, { mcpOAuth: ["mcp"] }]);
     expect(Object.keys(mcp.responses)).toEqual(expect.arrayContaining(["200", "202", "401"]));
     const manifest = document.paths["/mcp.json"].get;
     expect(manifest.security).toEqual([]);
@@ -108,6 +109,7 @@ describe("GET /openapi.json", () => {
     expect(document.components.securitySchemes).toEqual({
       bearerAuth: expect.objectContaining({ type: "http", scheme: "bearer" }),
       sessionCookie: expect.objectContaining({ type: "apiKey", in: "cookie", name: "__Secure-retouch.session_token" }),
+      mcpOAuth: expect.objectContaining({ type: "oauth2" }),
     });
   });
 

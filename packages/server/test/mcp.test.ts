@@ -255,7 +255,10 @@ describe("the HTTP edge", () => {
     for (const authorization of ["", "Bearer pk_wrong"]) {
       const response = await rpc({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }, { authorization });
       expect(response.status).toBe(401);
-      expect(response.headers.get("www-authenticate")).toMatch(/^Bearer realm="Retouch"/);
+      // RFC 9728: where an MCP client learns how to get a token (docs/oauth.md; oauth.test.ts follows it).
+      expect(response.headers.get("www-authenticate")).toMatch(
+        /^Bearer resource_metadata="http:.*\/\.well-known\/oauth-protected-resource\/mcp"/,
+      );
     }
     const client = new Client({ name: "no-key", version: "1" });
     await expect(client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`)))).rejects.toThrow();

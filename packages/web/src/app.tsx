@@ -1,11 +1,13 @@
 import { Route, Switch } from "wouter";
 import { CheckEmailPage } from "./pages/check-email.page";
 import { ConnectPage } from "./pages/connect.page";
+import { ConnectedAppsPage } from "./pages/connected-apps.page";
 import { ForgotPasswordPage } from "./pages/forgot-password.page";
 import { JobsPage } from "./pages/jobs.page";
 import { KeysPage } from "./pages/keys.page";
 import { LandingPage } from "./pages/landing.page";
 import { NotFoundPage } from "./pages/not-found.page";
+import { OAuthConsentPage } from "./pages/oauth-consent.page";
 import { OverviewPage } from "./pages/overview.page";
 import { PlaygroundPage } from "./pages/playground.page";
 import { ResetPasswordPage } from "./pages/reset-password.page";
@@ -29,6 +31,8 @@ export function App() {
       <Route path="/dashboard/playground" component={PlaygroundPage} />
       <Route path="/dashboard/webhooks" component={WebhooksPage} />
       <Route path="/dashboard/connect" component={ConnectPage} />
+      <Route path="/dashboard/apps" component={ConnectedAppsPage} />
+      <Route path="/oauth/consent" component={OAuthConsentPage} />
       <Route component={NotFoundPage} />
     </Switch>
   );

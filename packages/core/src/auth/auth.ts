@@ -4,6 +4,7 @@ import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import { type IdPrefix, newId } from "../lib/ids";
 import type { Logger } from "../lib/logger";
+import { mcpOAuthPlugins } from "./mcp-oauth.plugin";
 import { withHashedSessionTokens } from "./session-token-hashing.adapter";
 
 export const AUTH_BASE_PATH = "/auth";
@@ -22,7 +23,19 @@ export function sessionCookieName(publicBaseUrl: string): string {
   return `${publicBaseUrl.startsWith("https:") ? "__Secure-" : ""}${COOKIE_PREFIX}.session_token`;
 }
 
-const idPrefixByModel: Record<string, IdPrefix> = { user: "usr", session: "ses", account: "acc", verification: "vrf" };
+const idPrefixByModel: Record<string, IdPrefix> = {
+  user: "usr",
+  session: "ses",
+  account: "acc",
+  verification: "vrf",
+  oauthClient: "ocl",
+  oauthAccessToken: "oat",
+  oauthRefreshToken: "ort",
+  oauthConsent: "ocn",
+  oauthResource: "ors",
+  oauthClientResource: "ocr",
+  oauthClientAssertion: "oas",
+};
 
 export interface AuthDependencies {
   db: Db;
@@ -52,6 +65,9 @@ function resetPasswordLink(publicBaseUrl: string, token: string, betterAuthUrl: 
  * better-auth provides password hashing, sessions, cookies and the email
  * verification token. Its HTTP handler is not mounted: the services call
  * `auth.api.*` in-process, so every route stays defined once in the router.
+ * The one exception is the OAuth authorization server for MCP clients
+ * (mcp-oauth.plugin.ts), whose protocol endpoints the server's OAuth routes
+ * hand to `auth.handler` one path at a time.
  */
 export function createAuth(deps: AuthDependencies) {
   return betterAuth({
@@ -88,6 +104,8 @@ export function createAuth(deps: AuthDependencies) {
       },
     },
     advanced: {
+      // better-auth skips its Origin check when NODE_ENV is "test": tests then run what production runs.
+      disableOriginCheck: false,
       cookiePrefix: COOKIE_PREFIX,
       useSecureCookies: deps.config.publicBaseUrl.startsWith("https:"),
       // better-auth's default, stated because the host's CSRF defence builds on it: a cross-site POST carries no
@@ -95,7 +113,8 @@ export function createAuth(deps: AuthDependencies) {
       defaultCookieAttributes: { sameSite: "lax", httpOnly: true },
       database: { generateId: ({ model }) => newId(idPrefixByModel[model] ?? "usr") },
     },
-    // Sign-up is rate limited by the accounts service (shared across processes, with Retry-After).
+    plugins: [...mcpOAuthPlugins(deps.config.publicBaseUrl)],
+    // Sign-up is rate limited by the accounts service, client registration by the OAuth routes (shared across processes, with Retry-After).
     rateLimit: { enabled: false },
     telemetry: { enabled: false },
     logger: {

@@ -118,6 +118,7 @@ const envSchema = z.object({
   RETOUCH_SIGNUP_RATE_LIMIT: rateLimit.default({ count: 20, windowMs: 3_600_000 }),
   RETOUCH_SIGNIN_FAILURES_PER_ADDRESS: rateLimit.default({ count: 10, windowMs: 900_000 }),
   RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT: rateLimit.default({ count: 50, windowMs: 900_000 }),
+  RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT: rateLimit.default({ count: 10, windowMs: 3_600_000 }),
   RETOUCH_TRUST_PROXY: booleanFlag,
   RETOUCH_CORS_ORIGINS: originList.default([]),
   RETOUCH_WEBHOOK_ALLOW_INSECURE: booleanFlag,
@@ -197,6 +198,8 @@ export interface Config {
   signInFailuresPerAddress: { count: number; windowMs: number };
   /** Failed sign-ins allowed on one account (any addresses) per window; above the per-address one, so one address cannot lock the owner out. */
   signInFailuresPerAccount: { count: number; windowMs: number };
+  /** MCP clients' dynamic registrations (RFC 7591) allowed from one address per window; then 429 with Retry-After. */
+  oauthRegistrationRateLimit: { count: number; windowMs: number };
   trustProxy: boolean;
   /** Browser origins whose pages may call the API with a key (CORS, never with credentials); none by default. */
   corsOrigins: string[];
@@ -337,6 +340,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     signupRateLimit: e.RETOUCH_SIGNUP_RATE_LIMIT,
     signInFailuresPerAddress: e.RETOUCH_SIGNIN_FAILURES_PER_ADDRESS,
     signInFailuresPerAccount: e.RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT,
+    oauthRegistrationRateLimit: e.RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT,
     trustProxy: e.RETOUCH_TRUST_PROXY,
     corsOrigins: e.RETOUCH_CORS_ORIGINS,
     webhookAllowInsecure: e.RETOUCH_WEBHOOK_ALLOW_INSECURE,

@@ -144,6 +144,36 @@ export interface WebhookDeliveryTable {
   delivered_at: Date | null;
 }
 
+// The OAuth provider's tables (migration 0009), as far as our own queries read them; better-auth owns their rows.
+export interface OAuthClientTable {
+  id: string;
+  clientId: string;
+  name: string | null;
+  uri: string | null;
+  icon: string | null;
+  disabled: boolean | null;
+}
+
+export interface OAuthConsentTable {
+  id: string;
+  clientId: string;
+  userId: string | null;
+  /** jsonb: the scopes granted. */
+  scopes: ColumnType<string[], string, string>;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** The columns shared by access and refresh tokens that our queries touch. */
+export interface OAuthTokenTable {
+  id: string;
+  clientId: string;
+  userId: string | null;
+  createdAt: Date;
+  expiresAt: Date;
+  revoked: Date | null;
+}
+
 export interface Database {
   user: UserTable;
   session: SessionTable;
@@ -155,4 +185,8 @@ export interface Database {
   jobs: JobTable;
   idempotency_keys: IdempotencyKeyTable;
   webhook_deliveries: WebhookDeliveryTable;
+  oauthClient: OAuthClientTable;
+  oauthConsent: OAuthConsentTable;
+  oauthAccessToken: OAuthTokenTable;
+  oauthRefreshToken: OAuthTokenTable;
 }

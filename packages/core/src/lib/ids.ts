@@ -20,7 +20,23 @@ function randomBase32(bytes = 16): string {
   return out;
 }
 
-export type IdPrefix = "usr" | "ses" | "acc" | "vrf" | "key" | "job" | "bat" | "whd";
+export type IdPrefix =
+  | "usr"
+  | "ses"
+  | "acc"
+  | "vrf"
+  | "key"
+  | "job"
+  | "bat"
+  | "whd"
+  // OAuth provider rows (mcp-oauth.plugin.ts): clients, access and refresh tokens, consents, resources and their links, assertions.
+  | "ocl"
+  | "oat"
+  | "ort"
+  | "ocn"
+  | "ors"
+  | "ocr"
+  | "oas";
 
 /** A type-prefixed identifier such as `key_0r7c...`. */
 export function newId(prefix: IdPrefix): string {

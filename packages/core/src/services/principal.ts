@@ -1,12 +1,14 @@
-/** Who is calling: resolved from a bearer API key or a session cookie. */
+/** Who is calling: resolved from a bearer API key, a session cookie or (on /mcp only) an OAuth access token. */
 export interface Principal {
   userId: string;
   email: string;
   name: string;
   emailVerified: boolean;
-  via: "api_key" | "session";
+  via: "api_key" | "session" | "oauth";
   /** Set when `via` is "api_key". */
   keyId?: string;
+  /** Set when `via` is "oauth": the MCP app the person connected. */
+  oauthClientId?: string;
 }
 
 /** What the services need to know about the HTTP request, whatever the transport. */

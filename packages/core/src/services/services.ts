@@ -12,6 +12,7 @@ import { verificationEmail } from "../mail/verification-email";
 import { PROCESS_IMAGE, QUEUE_CHANNEL, settlementNotice } from "../processing/job-queue";
 import { ApiKeysStore } from "../stores/api-keys.store";
 import { JobsStore } from "../stores/jobs.store";
+import { OAuthGrantsStore } from "../stores/oauth-grants.store";
 import { ProfilesStore } from "../stores/profiles.store";
 import { RateLimitsStore } from "../stores/rate-limits.store";
 import { UsersStore } from "../stores/users.store";
@@ -21,6 +22,7 @@ import { AdminService } from "./admin.service";
 import { ApiKeysService } from "./api-keys.service";
 import { CapabilitiesService } from "./capabilities.service";
 import { JobsService } from "./jobs.service";
+import { McpOAuthService } from "./mcp-oauth.service";
 import { ProfilesService } from "./profiles.service";
 import { SubmissionsService } from "./submissions.service";
 import { WebhooksService } from "./webhooks.service";
@@ -61,6 +63,7 @@ export function createServices(deps: ServiceDependencies) {
     users: new UsersStore(db),
     jobs: new JobsStore(db, profilesStore, deliveriesStore, settlementNotice),
     webhookDeliveries: deliveriesStore,
+    oauthGrants: new OAuthGrantsStore(db),
   };
   const blobs = deps.blobs ?? new FileBlobStore(path.join(config.dataDir, "blobs"));
   const auth = createAuth({
@@ -124,6 +127,13 @@ export function createServices(deps: ServiceDependencies) {
     webhooks,
     accounts: new AccountsService({ auth, profiles, jobs: stores.jobs, rateLimits: stores.rateLimits, config, logger }),
     apiKeys: new ApiKeysService(stores.apiKeys),
+    mcpOAuth: new McpOAuthService({
+      auth,
+      users: stores.users,
+      grants: stores.oauthGrants,
+      rateLimits: stores.rateLimits,
+      config,
+    }),
     capabilities: new CapabilitiesService(config),
   };
 }

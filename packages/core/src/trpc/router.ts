@@ -5,12 +5,14 @@ import { getProcessResult } from "./procedures/get-process-result.procedure";
 import { getProcessStatus } from "./procedures/get-process-status.procedure";
 import { getSession } from "./procedures/get-session.procedure";
 import { getWebhookSecret } from "./procedures/get-webhook-secret.procedure";
+import { listConnectedApps } from "./procedures/list-connected-apps.procedure";
 import { listJobs } from "./procedures/list-jobs.procedure";
 import { listKeys } from "./procedures/list-keys.procedure";
 import { listWebhookDeliveries } from "./procedures/list-webhook-deliveries.procedure";
 import { requestPasswordReset } from "./procedures/request-password-reset.procedure";
 import { resendVerification } from "./procedures/resend-verification.procedure";
 import { resetPassword } from "./procedures/reset-password.procedure";
+import { revokeConnectedApp } from "./procedures/revoke-connected-app.procedure";
 import { revokeKey } from "./procedures/revoke-key.procedure";
 import { signIn } from "./procedures/sign-in.procedure";
 import { signOut } from "./procedures/sign-out.procedure";
@@ -35,6 +37,7 @@ export const appRouter = router({
   process: router({ submit: submitProcess, status: getProcessStatus, result: getProcessResult }),
   webhooks: router({ secret: getWebhookSecret, deliveries: listWebhookDeliveries }),
   service: router({ capabilities: getCapabilities }),
+  connectedApps: router({ list: listConnectedApps, revoke: revokeConnectedApp }),
 });
 
 export type AppRouter = typeof appRouter;

@@ -3,13 +3,13 @@ import type { OpenApiMeta } from "trpc-to-openapi";
 import type { z } from "zod";
 import type { ErrorCode } from "../errors/error-codes";
 import { RetouchError } from "../errors/retouch-error";
-import { authenticate, type CredentialKind } from "./authenticate";
+import { authenticate, type ProcedureCredentialKind } from "./authenticate";
 import type { Context } from "./context";
 import { toRetouchError, trpcCodeFor, trpcErrorData } from "./errors";
 
 export interface ProcedureMeta extends OpenApiMeta {
   /** Who may call it; set by the builder the procedure starts from (OpenAPI security, and the host's check before the body). */
-  auth?: "public" | CredentialKind;
+  auth?: "public" | ProcedureCredentialKind;
   /** The body may carry images: `RETOUCH_MAX_REQUEST_BYTES` applies instead of the 1 MiB of other operations. */
   imageBody?: true;
   /**
@@ -66,10 +66,17 @@ const domainErrors = t.middleware(async ({ next }) => {
   return result;
 });
 
-// The caller the transport already resolved is reused (one key lookup per request); a session never passes for a key.
+/**
+ * The caller the transport already resolved is reused (one key lookup per
+ * request); a session never passes for a key. An OAuth principal exists only
+ * where the transport accepted an access token for its surface (the MCP
+ * endpoint, whose tools are these procedures), so it passes as a key does.
+ */
 const requireApiKey = t.middleware(async ({ ctx, next }) => {
   const principal =
-    ctx.principal?.via === "api_key" ? ctx.principal : await authenticate(ctx.services, ctx.request.headers, "api_key");
+    ctx.principal?.via === "api_key" || ctx.principal?.via === "oauth"
+      ? ctx.principal
+      : await authenticate(ctx.services, ctx.request.headers, "api_key");
   if (!principal) throw new RetouchError("unauthorized");
   return next({ ctx: { principal } });
 });
@@ -84,7 +91,7 @@ export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 /** No credentials needed (sign-up, sign-in). */
 export const publicProcedure = t.procedure.use(domainErrors).meta({ auth: "public" });
-/** `Authorization: Bearer pk_...` only. */
+/** `Authorization: Bearer pk_...` only (and, through the MCP endpoint, an OAuth access token issued for it). */
 export const apiKeyProcedure = publicProcedure.use(requireApiKey).meta({ auth: "api_key" });
 /** A bearer key or the session cookie (the key-management routes). */
 export const accountProcedure = publicProcedure.use(requireKeyOrSession).meta({ auth: "key_or_session" });

@@ -30,7 +30,7 @@ export function mcpManifest(config: DiscoveryConfig) {
     endpoint: `${config.publicBaseUrl}${MCP_PATH}`,
     auth: {
       type: "bearer",
-      description: `A Retouch API key (pk_...) in Authorization: Bearer. Create one after signing up at ${config.publicBaseUrl}/auth/sign-up/email and verifying your email.`,
+      description: `Either a Retouch API key (pk_...) in Authorization: Bearer (create one after signing up at ${config.publicBaseUrl}/auth/sign-up/email and verifying your email), or an OAuth 2.1 access token the client obtains itself: without a credential /mcp answers 401 with WWW-Authenticate pointing to ${config.publicBaseUrl}/.well-known/oauth-protected-resource/mcp; the client registers (dynamic client registration), the person signs in and approves it, and the token (PKCE S256, refreshable) is valid on /mcp only.`,
     },
     tools: tools().map((tool) => ({ name: tool.name, description: tool.description })),
   };
@@ -85,7 +85,7 @@ Errors are \`{"code", "message"}\`: \`email_unverified\` (verify the email first
 
 ## For agents (MCP)
 
-Streamable HTTP at \`${base}${MCP_PATH}\` with the same bearer key; manifest at ${base}/mcp.json. Tools:
+Streamable HTTP at \`${base}${MCP_PATH}\` with the same bearer key, or with OAuth 2.1 for clients that cannot set a header: give the client only the URL; it discovers the authorization server from the 401's \`WWW-Authenticate\` (\`${base}/.well-known/oauth-protected-resource/mcp\`), registers itself, and the person signs in and approves it once; the token works on \`/mcp\` only. Manifest at ${base}/mcp.json. Tools:
 
 ${toolList}
 
@@ -120,9 +120,16 @@ from the email, then create a key (\`POST ${base}/api/keys\` with the session co
 If a call answers \`email_unverified\`, ask the user to open that link; you cannot do it
 for them.
 
+Over MCP there is a second way, for clients that cannot set a header: OAuth 2.1. Your
+client connects with the URL alone; \`/mcp\` answers 401 with
+\`WWW-Authenticate: Bearer resource_metadata="${base}/.well-known/oauth-protected-resource/mcp"\`,
+your client registers itself and sends the user to a sign-in and consent page once,
+then uses the access token it gets (valid on \`/mcp\` only; refresh it with the refresh
+token). MCP SDKs do this on their own.
+
 ## With MCP (preferred when your client speaks it)
 
-Endpoint \`${base}${MCP_PATH}\` (Streamable HTTP, stateless), same bearer key.
+Endpoint \`${base}${MCP_PATH}\` (Streamable HTTP, stateless), same bearer key or an OAuth token.
 
 1. \`edit_image\` with \`image_url\` (a public https: URL of the image, fetched by the
    service: the easiest for a real photo) or \`image\` (base64 JPEG, PNG or WebP; a

@@ -175,7 +175,7 @@ function mcpPaths(): Record<string, Record<string, Operation>> {
         description:
           "Stateless Streamable HTTP: `initialize`, `tools/list`, then `tools/call` with `edit_image`, `get_job_status` or `get_job_result` (the same validation, credits and limits as the REST operations). Send `Accept: application/json, text/event-stream`; answers are JSON. Domain errors come back as tool results with `isError: true`.",
         tags: ["MCP"],
-        security: [{ bearerAuth: [] }],
+        security: [{ bearerAuth: [] }, { mcpOAuth: ["mcp"] }],
         requestBody: { required: true, content: { "application/json": { schema: oneOrMany(jsonRpcRequest) } } },
         responses: {
           "200": {
@@ -184,7 +184,8 @@ function mcpPaths(): Record<string, Record<string, Operation>> {
           },
           "202": { description: "A notification was accepted; no body" },
           "401": {
-            description: "Authentication required: send the API key as a bearer token",
+            description:
+              "Authentication required: send an API key, or an OAuth access token issued for this endpoint, as a bearer token",
             headers: {
               "WWW-Authenticate": { description: "`Bearer` challenge naming the resource", schema: { type: "string" } },
             },
@@ -257,6 +258,19 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
         scheme: "bearer",
         bearerFormat: "pk_ API key",
         description: "An API key: `Authorization: Bearer pk_...`",
+      },
+      mcpOAuth: {
+        type: "oauth2",
+        description:
+          "For `/mcp` only: an OAuth 2.1 access token (`mcp_at_...`) an MCP client obtains itself (dynamic client registration, PKCE S256, `resource` = the MCP endpoint). Discovery: `/.well-known/oauth-protected-resource/mcp`.",
+        flows: {
+          authorizationCode: {
+            authorizationUrl: `${config.publicBaseUrl}/auth/oauth2/authorize`,
+            tokenUrl: `${config.publicBaseUrl}/auth/oauth2/token`,
+            refreshUrl: `${config.publicBaseUrl}/auth/oauth2/token`,
+            scopes: { mcp: "Use the MCP tools on the account", offline_access: "Stay connected (a refresh token)" },
+          },
+        },
       },
       sessionCookie: {
         type: "apiKey",
@@ -433,6 +447,7 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
     { name: "API keys", description: "Mint, list and revoke `pk_` keys" },
     { name: "Jobs", description: "Submit edits, poll their status, fetch the results, list past jobs" },
     { name: "Webhooks", description: "The signing secret and the delivery log of settlement callbacks" },
+    { name: "Connected apps", description: "The MCP apps the account approved through OAuth, and disconnecting them" },
     { name: "MCP", description: "The same operations as tools for agents (Model Context Protocol over Streamable HTTP)" },
   ];
   document.info = {

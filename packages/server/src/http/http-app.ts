@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { requestId } from "hono/request-id";
 import { createDiscoveryRoutes } from "../discovery/discovery.handler";
 import { createMcpHandler, MCP_PATH } from "../mcp/mcp.handler";
+import { createOAuthRoutes } from "../oauth/oauth.routes";
 import { createVerifyEmailPage, VERIFY_EMAIL_PATH } from "../pages/verify-email.page";
 import { BodyBudget } from "./body-budget";
 import { mountDashboard } from "./dashboard";
@@ -79,6 +80,8 @@ export function createHttpApp(services: Services, options: HttpAppOptions): Hono
     ),
     trpc,
   );
+  // The OAuth authorization server for MCP clients: its metadata documents and better-auth's protocol endpoints.
+  app.route("/", createOAuthRoutes(services));
   app.post(MCP_PATH, edge(mcp.refuse, policies.mcp), mcp.serve);
   app.all(MCP_PATH, () =>
     jsonResponse(

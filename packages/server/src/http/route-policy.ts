@@ -49,8 +49,8 @@ export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
         ]
       : [],
   );
-  // Tool calls carry images.
-  const mcp: RoutePolicy = { surface: "mcp", auth: "api_key", maxBodyBytes: config.maxRequestBytes };
+  // Tool calls carry images. A pk_ key, or an OAuth access token issued for /mcp.
+  const mcp: RoutePolicy = { surface: "mcp", auth: "key_or_mcp_token", maxBodyBytes: config.maxRequestBytes };
 
   /**
    * A tRPC call (`/trpc/a` or batched, `/trpc/a,b?batch=1`) is checked for

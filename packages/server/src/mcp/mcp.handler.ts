@@ -4,16 +4,19 @@ import {
   type Context,
   isClientError,
   MAX_WAIT_SECONDS,
+  MCP_PATH,
   type RetouchError,
   type Services,
   toRetouchError,
 } from "@retouch/core";
 import { createHttpContext, type HttpContext } from "../http/request-context";
 import { jsonResponse } from "../http/responses";
+import { mcpBearerChallenge } from "../oauth/oauth.routes";
 import { createResultContent } from "./mcp-results";
 import { callTool, listedTool, type McpTool, mcpToolsFromRouter, RESULT_TOOL } from "./mcp-tools";
 
-export const MCP_PATH = "/mcp";
+/** Defined once in core: it is also the resource OAuth tokens are issued for. */
+export { MCP_PATH };
 export const MCP_SERVER_VERSION = "1.0.0";
 
 const INSTRUCTIONS = `Retouch edits images from plain-language instructions, as asynchronous jobs.
@@ -69,7 +72,6 @@ export function createMcpHandler(services: Services) {
   if (!found) throw new Error(`no ${RESULT_TOOL} tool: edit_image's wait_seconds answers as it does`);
   const resultTool: McpTool = found;
   const results = createResultContent(services);
-  const realm = `Bearer realm="Retouch", resource="${services.config.publicBaseUrl}${MCP_PATH}"`;
 
   function buildServer({ Server, ListToolsRequestSchema, CallToolRequestSchema, McpError, ErrorCode }: McpSdk, context: Context) {
     const server = new Server(
@@ -137,7 +139,8 @@ export function createMcpHandler(services: Services) {
 
   /**
    * The host's refusals before the transport runs: 401 with the challenge an
-   * MCP client expects; anything else as a JSON-RPC error (parse error for
+   * MCP client expects (RFC 9728: where to learn how to get a token, so a
+   * client without a key can start the OAuth flow); anything else as a JSON-RPC error (parse error for
    * malformed JSON, invalid request otherwise) with the HTTP status and the
    * domain code in `data`.
    */
@@ -146,8 +149,14 @@ export function createMcpHandler(services: Services) {
       const presented = bearerToken(c.req.header("authorization")) !== undefined;
       return jsonResponse(
         401,
-        { code: "unauthorized", message: "Send your Retouch API key: Authorization: Bearer pk_..." },
-        { "WWW-Authenticate": `${realm}${presented ? ', error="invalid_token"' : ""}` },
+        {
+          code: "unauthorized",
+          message:
+            "Send your Retouch API key (Authorization: Bearer pk_...), or sign in with OAuth: the WWW-Authenticate header says where to start.",
+        },
+        {
+          "WWW-Authenticate": mcpBearerChallenge(services.config.publicBaseUrl, presented ? "invalid_token" : undefined),
+        },
       );
     }
     return jsonResponse(

@@ -12,6 +12,7 @@ const SECTIONS = [
   { href: "/dashboard/playground", label: "Playground" },
   { href: "/dashboard/webhooks", label: "Webhooks" },
   { href: "/dashboard/connect", label: "Connect" },
+  { href: "/dashboard/apps", label: "Connected apps" },
 ];
 
 /**

@@ -1,6 +1,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
 import { Link, useLocation, useSearch } from "wouter";
+import { authorizationRequest, continueAuthorization } from "../api/oauth";
 import { trpc } from "../api/trpc";
 import { EmailField, FormSubmit, TextField } from "../components/form-fields";
 import { PublicLayout } from "../components/public-layout";
@@ -19,7 +20,10 @@ const NOTICES: Record<string, string> = {
 export function SignInPage() {
   useTitle("Sign in");
   const [, navigate] = useLocation();
-  const params = new URLSearchParams(useSearch());
+  const search = useSearch();
+  const params = new URLSearchParams(search);
+  // An app (an MCP client) sent the person here to sign in before it asks for access.
+  const oauthRequest = authorizationRequest(search);
   const queryClient = useQueryClient();
   const [form, setForm] = useState({ email: "", password: "" });
   const signIn = useMutation(
@@ -27,7 +31,8 @@ export function SignInPage() {
       onSuccess: () => {
         // Another person may have used this tab: nothing cached (a "signed out" session above all) outlives sign-in.
         queryClient.clear();
-        navigate(safeNext(params.get("next")));
+        if (oauthRequest) continueAuthorization(oauthRequest);
+        else navigate(safeNext(params.get("next")));
       },
     }),
   );
@@ -40,6 +45,11 @@ export function SignInPage() {
   return (
     <PublicLayout>
       <h1>Sign in</h1>
+      {oauthRequest ? (
+        <p className="note" role="status">
+          An app asks to connect to your Retouch account. Sign in first; you will see what it asks for before anything is shared.
+        </p>
+      ) : null}
       {notice ? (
         <p className="note" role="status">
           {NOTICES[notice]}
@@ -69,7 +79,7 @@ export function SignInPage() {
         <Link href="/forgot-password">Forgot your password?</Link>
       </p>
       <p>
-        New here? <Link href="/sign-up">Create an account</Link>
+        New here? <Link href={oauthRequest ? `/sign-up?${oauthRequest.toString()}` : "/sign-up"}>Create an account</Link>
       </p>
     </PublicLayout>
   );

@@ -1,6 +1,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { type FormEvent, useState } from "react";
-import { Link, useLocation } from "wouter";
+import { Link, useLocation, useSearch } from "wouter";
+import { authorizationRequest, continueAuthorization } from "../api/oauth";
 import { trpc } from "../api/trpc";
 import { EmailField, FormSubmit, TextField } from "../components/form-fields";
 import { PublicLayout } from "../components/public-layout";
@@ -9,6 +10,8 @@ import { useTitle } from "../components/use-title";
 export function SignUpPage() {
   useTitle("Sign up");
   const [, navigate] = useLocation();
+  // Signing up on the way to connecting an app: the new session goes on to the app's consent page.
+  const oauthRequest = authorizationRequest(useSearch());
   const queryClient = useQueryClient();
   const [form, setForm] = useState({ name: "", email: "", password: "" });
   const signUp = useMutation(
@@ -16,7 +19,8 @@ export function SignUpPage() {
       onSuccess: (_data, input) => {
         // Sign-up opens a session: the cached "nobody signed in" must not send the new account back to sign-in.
         queryClient.clear();
-        navigate(`/check-email?email=${encodeURIComponent(input.email)}`);
+        if (oauthRequest) continueAuthorization(oauthRequest);
+        else navigate(`/check-email?email=${encodeURIComponent(input.email)}`);
       },
     }),
   );
@@ -56,7 +60,7 @@ export function SignUpPage() {
         <FormSubmit call={signUp}>Sign up</FormSubmit>
       </form>
       <p>
-        Already have an account? <Link href="/sign-in">Sign in</Link>
+        Already have an account? <Link href={oauthRequest ? `/sign-in?${oauthRequest.toString()}` : "/sign-in"}>Sign in</Link>
       </p>
     </PublicLayout>
   );

@@ -7,6 +7,7 @@ import * as rateLimitEvents from "./0005-rate-limit-events.migration";
 import * as submitFunction from "./0006-submit-function.migration";
 import * as jobFailures from "./0007-job-failures.migration";
 import * as jobListing from "./0008-job-listing.migration";
+import * as oauthProvider from "./0009-oauth-provider.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -21,4 +22,5 @@ export const migrations: Record<string, Migration> = {
   "0006-submit-function": submitFunction,
   "0007-job-failures": jobFailures,
   "0008-job-listing": jobListing,
+  "0009-oauth-provider": oauthProvider,
 };

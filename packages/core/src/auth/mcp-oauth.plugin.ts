@@ -1,0 +1,125 @@
+import { getOAuthProviderApi, type OAuthProviderApi, oauthProvider } from "@better-auth/oauth-provider";
+import type { BetterAuthPlugin } from "better-auth";
+import { createAuthEndpoint, isAPIError } from "better-auth/api";
+import { z } from "zod";
+
+/** The MCP endpoint's path; `{PUBLIC_BASE_URL}/mcp` is the one resource OAuth tokens are issued for (RFC 8707). */
+export const MCP_PATH = "/mcp";
+/** Using the MCP tools on the account: edit images (spends credits), read its jobs. */
+export const MCP_SCOPE = "mcp";
+/** Asks for a refresh token (better-auth issues one only with this scope). */
+export const OFFLINE_ACCESS_SCOPE = "offline_access";
+export const OAUTH_SCOPES = [MCP_SCOPE, OFFLINE_ACCESS_SCOPE];
+
+/**
+ * Prefixes of the opaque tokens, so a credential tells what it is at a glance
+ * (and to secret scanners): `pk_` is an API key, `mcp_at_` an OAuth access
+ * token, good only on /mcp.
+ */
+export const MCP_ACCESS_TOKEN_PREFIX = "mcp_at_";
+export const MCP_REFRESH_TOKEN_PREFIX = "mcp_rt_";
+
+/** Dashboard client routes the authorization endpoint sends a person to. */
+export const OAUTH_LOGIN_PAGE = "/sign-in";
+export const OAUTH_CONSENT_PAGE = "/oauth/consent";
+
+export const ACCESS_TOKEN_TTL_SECONDS = 3600;
+export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
+
+export function mcpResource(publicBaseUrl: string): string {
+  return `${publicBaseUrl}${MCP_PATH}`;
+}
+
+/**
+ * The authorization server for MCP clients: better-auth's OAuth 2.1 provider
+ * (`@better-auth/oauth-provider`), configured for one protected resource.
+ *
+ * - Opaque access tokens (`disableJwtPlugin`): the resource server is this
+ *   same process, so a token is checked by one indexed lookup of its hash, and
+ *   revoking a connected app or signing out ends its tokens at once (a JWT
+ *   would live until it expires, and would need signing keys to keep).
+ * - Every token is bound to `{PUBLIC_BASE_URL}/mcp` through the RFC 8707
+ *   `resource` parameter: new clients are linked to that resource alone, and
+ *   /mcp accepts only tokens whose audience it is.
+ * - Open dynamic client registration (RFC 7591), limited per address by the
+ *   host with the shared rate-limit store (better-auth's in-memory limiter is
+ *   off, see auth.ts); PKCE with S256 is required of every client.
+ */
+export function mcpOAuthPlugins(publicBaseUrl: string) {
+  const resource = mcpResource(publicBaseUrl);
+  const provider = oauthProvider({
+    scopes: OAUTH_SCOPES,
+    loginPage: OAUTH_LOGIN_PAGE,
+    consentPage: OAUTH_CONSENT_PAGE,
+    disableJwtPlugin: true,
+    // Confidential clients' secrets are kept encrypted (with the auth secret): without the JWT plugin, better-auth can only encrypt them.
+    storeClientSecret: "encrypted",
+    storeTokens: "hashed",
+    prefix: { opaqueAccessToken: MCP_ACCESS_TOKEN_PREFIX, refreshToken: MCP_REFRESH_TOKEN_PREFIX },
+    accessTokenExpiresIn: ACCESS_TOKEN_TTL_SECONDS,
+    refreshTokenExpiresIn: REFRESH_TOKEN_TTL_SECONDS,
+    // A retried refresh (a network blip after the server rotated the token) gets the same answer, as MCP clients need.
+    refreshTokenReuseInterval: 30,
+    grantTypes: ["authorization_code", "refresh_token"],
+    allowDynamicClientRegistration: true,
+    allowUnauthenticatedClientRegistration: true,
+    clientRegistrationDefaultScopes: OAUTH_SCOPES,
+    resources: [resource],
+    clientRegistrationDefaultResources: [resource],
+    enforcePerClientResources: true,
+    // Per address, in the shared store, by the host: see oauth.routes.ts.
+    rateLimit: { token: false, authorize: false, introspect: false, revoke: false, register: false, userinfo: false },
+  });
+  return [provider, mcpTokenVerifier(provider.options)] as const;
+}
+
+type ProviderOptions = ReturnType<typeof oauthProvider>["options"];
+
+/** An access token as the MCP endpoint needs to know it (from the RFC 7662 introspection payload). */
+export interface McpTokenCheck {
+  active: boolean;
+  /** The user's id. */
+  sub?: string | undefined;
+  /** The resources the token was issued for (its `aud`). */
+  audience?: string[];
+  scopes?: string[];
+  clientId?: string | undefined;
+  /** DPoP-bound (`cnf`): usable only with a proof of possession. */
+  senderConstrained?: boolean;
+}
+
+/**
+ * A server-only endpoint (never routed over HTTP) through which the MCP
+ * surface checks an access token in-process with the provider's own
+ * validation: hash lookup, expiry, revocation, the client still enabled, the
+ * session it came from still alive. Answers the RFC 7662 introspection shape.
+ */
+function mcpTokenVerifier(options: ProviderOptions) {
+  return {
+    id: "retouch-mcp-token-verifier",
+    endpoints: {
+      verifyMcpAccessToken: createAuthEndpoint(
+        "/retouch/verify-mcp-access-token",
+        { method: "POST", body: z.object({ token: z.string() }), metadata: { SERVER_ONLY: true } },
+        async (ctx) => {
+          let payload: Awaited<ReturnType<OAuthProviderApi["validateAccessToken"]>>;
+          try {
+            payload = await getOAuthProviderApi(ctx, options).validateAccessToken(ctx.body.token);
+          } catch (error) {
+            // Unknown or malformed: as inactive as an expired one. Anything else (the database) is a real failure.
+            if (isAPIError(error)) return { active: false } satisfies McpTokenCheck;
+            throw error;
+          }
+          return {
+            active: payload.active === true,
+            sub: payload.sub,
+            audience: payload.aud === undefined ? [] : ([] as string[]).concat(payload.aud),
+            scopes: typeof payload.scope === "string" ? payload.scope.split(" ") : [],
+            clientId: typeof payload.client_id === "string" ? payload.client_id : undefined,
+            senderConstrained: payload.cnf !== undefined,
+          } satisfies McpTokenCheck;
+        },
+      ),
+    },
+  } satisfies BetterAuthPlugin;
+}

@@ -1,0 +1,75 @@
+import type { Kysely } from "kysely";
+import type { Database } from "../db/schema";
+
+export interface OAuthGrantRecord {
+  clientId: string;
+  clientName: string | null;
+  clientUri: string | null;
+  clientIcon: string | null;
+  scopes: string[];
+  grantedAt: Date;
+  /** When the app last got an access token (at sign-in or on refresh); null if it never did. */
+  lastTokenAt: Date | null;
+}
+
+/**
+ * What a person has granted OAuth clients (MCP apps), read from the OAuth
+ * provider's tables: better-auth writes them, this store lists a person's
+ * grants and takes one back whole.
+ */
+export class OAuthGrantsStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** The person's connected apps, most recently granted first. */
+  async listForUser(userId: string): Promise<OAuthGrantRecord[]> {
+    const rows = await this.db
+      .selectFrom("oauthConsent as consent")
+      .innerJoin("oauthClient as client", "client.clientId", "consent.clientId")
+      .select([
+        "consent.clientId as clientId",
+        "client.name as clientName",
+        "client.uri as clientUri",
+        "client.icon as clientIcon",
+        "consent.scopes as scopes",
+        "consent.updatedAt as grantedAt",
+        (eb) =>
+          eb
+            .selectFrom("oauthAccessToken as token")
+            .select((inner) => inner.fn.max("token.createdAt").as("last"))
+            .whereRef("token.clientId", "=", "consent.clientId")
+            .where("token.userId", "=", userId)
+            .as("lastTokenAt"),
+      ])
+      .where("consent.userId", "=", userId)
+      .orderBy("consent.updatedAt", "desc")
+      .orderBy("consent.clientId")
+      .execute();
+    return rows.map((row) => ({ ...row, lastTokenAt: row.lastTokenAt ?? null }));
+  }
+
+  /**
+   * Takes back everything the person granted the client, in one transaction:
+   * the consent (the next authorization asks again) and every access and
+   * refresh token it holds for them (refused from the next request on).
+   * False when the person had granted that client nothing.
+   */
+  async revokeForUser(userId: string, clientId: string, now = new Date()): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const consents = await trx
+        .deleteFrom("oauthConsent")
+        .where("userId", "=", userId)
+        .where("clientId", "=", clientId)
+        .executeTakeFirst();
+      const revoke = (table: "oauthAccessToken" | "oauthRefreshToken") =>
+        trx
+          .updateTable(table)
+          .set({ revoked: now })
+          .where("userId", "=", userId)
+          .where("clientId", "=", clientId)
+          .where("revoked", "is", null)
+          .executeTakeFirst();
+      const [access, refresh] = [await revoke("oauthAccessToken"), await revoke("oauthRefreshToken")];
+      return Number(consents.numDeletedRows) + Number(access.numUpdatedRows) + Number(refresh.numUpdatedRows) > 0;
+    });
+  }
+}

@@ -1,0 +1,122 @@
+import { AUTH_BASE_PATH, MCP_PATH, type RetouchError, type Services, toRetouchError } from "@retouch/core";
+import { type Context, Hono } from "hono";
+import { cors } from "hono/cors";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { clientIp, type HttpEnv } from "../http/request-context";
+
+/** RFC 9728: where an MCP client learns which authorization server guards /mcp. */
+export const PROTECTED_RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource";
+/** RFC 8414: the authorization server's metadata. */
+export const AUTHORIZATION_SERVER_METADATA_PATH = "/.well-known/oauth-authorization-server";
+/** better-auth's OAuth provider endpoints, under the auth base path. */
+export const OAUTH_ENDPOINTS_PREFIX = `${AUTH_BASE_PATH}/oauth2`;
+
+type Env = HttpEnv;
+
+/** The `WWW-Authenticate` challenge /mcp answers 401 with: where the protected-resource metadata is. */
+export function mcpBearerChallenge(publicBaseUrl: string, error?: "invalid_token"): string {
+  const metadata = `${publicBaseUrl}${PROTECTED_RESOURCE_METADATA_PATH}${MCP_PATH}`;
+  return `Bearer resource_metadata="${metadata}"${error ? `, error="${error}"` : ""}`;
+}
+
+/**
+ * The OAuth 2.1 authorization server for MCP clients over HTTP, as a Hono
+ * app the host mounts at the root. The protocol itself is better-auth's OAuth
+ * provider (packages/core/src/auth/mcp-oauth.plugin.ts); this app publishes
+ * the metadata documents, limits client registration per address with the
+ * shared rate-limit store, and hands each protocol endpoint, and only those,
+ * to better-auth's handler:
+ *
+ * - `GET|POST /auth/oauth2/authorize`: a person not signed in is sent to the
+ *   dashboard's /sign-in, then to its /oauth/consent page;
+ * - `POST /auth/oauth2/token`: authorization code (PKCE S256) and refresh;
+ * - `POST /auth/oauth2/register`: dynamic client registration (RFC 7591);
+ * - `POST /auth/oauth2/revoke`: a client gives a token back (RFC 7009);
+ * - `GET /auth/oauth2/public-client` and `POST /auth/oauth2/consent`: what
+ *   the consent page shows and sends, with the session cookie.
+ *
+ * The machine-facing documents and endpoints answer any origin (no cookies
+ * there), so MCP clients running in a browser can use them.
+ */
+export function createOAuthRoutes(services: Services): Hono<Env> {
+  const app = new Hono<Env>();
+  const toBetterAuth = (c: Context<Env>) => services.auth.handler(c.req.raw);
+  const anyOrigin = cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], maxAge: 86_400 });
+
+  const protectedResource = async (c: Context<Env>) =>
+    c.json(await services.mcpOAuth.protectedResourceMetadata(), 200, { "Cache-Control": "public, max-age=3600" });
+  const authorizationServer = async (c: Context<Env>) =>
+    c.json(await services.mcpOAuth.authorizationServerMetadata(), 200, { "Cache-Control": "public, max-age=3600" });
+
+  for (const path of [PROTECTED_RESOURCE_METADATA_PATH, `${PROTECTED_RESOURCE_METADATA_PATH}${MCP_PATH}`]) {
+    app.use(path, anyOrigin);
+    app.get(path, protectedResource);
+  }
+  // The issuer is `{PUBLIC_BASE_URL}/auth`: RFC 8414 puts its document at the path-suffixed form; clients that only try the root find it there too.
+  for (const path of [AUTHORIZATION_SERVER_METADATA_PATH, `${AUTHORIZATION_SERVER_METADATA_PATH}${AUTH_BASE_PATH}`]) {
+    app.use(path, anyOrigin);
+    app.get(path, authorizationServer);
+  }
+
+  app.on(["GET", "POST"], `${OAUTH_ENDPOINTS_PREFIX}/authorize`, toBetterAuth);
+  for (const endpoint of ["token", "register", "revoke"]) app.use(`${OAUTH_ENDPOINTS_PREFIX}/${endpoint}`, anyOrigin);
+  app.post(`${OAUTH_ENDPOINTS_PREFIX}/token`, toBetterAuth);
+  app.post(`${OAUTH_ENDPOINTS_PREFIX}/revoke`, toBetterAuth);
+  app.post(`${OAUTH_ENDPOINTS_PREFIX}/register`, async (c) => {
+    try {
+      await services.mcpOAuth.limitRegistration({
+        headers: c.req.raw.headers,
+        ip: clientIp(c.env.incoming, services.config.trustProxy),
+      });
+    } catch (error) {
+      return refuse(c, toRetouchError(error));
+    }
+    return services.auth.handler(await asNativeWhereLoopback(c.req.raw));
+  });
+  app.get(`${OAUTH_ENDPOINTS_PREFIX}/public-client`, toBetterAuth);
+  app.post(`${OAUTH_ENDPOINTS_PREFIX}/consent`, toBetterAuth);
+  return app;
+}
+
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * MCP clients on a person's machine (Claude Code, the MCP Inspector, the
+ * SDK's examples) register `http://localhost:<port>/callback` and no
+ * `application_type`. better-auth applies OpenID DCR's default, "web", which
+ * forbids loopback redirects, and would refuse them all. A registration that
+ * names no type and only loopback redirect URIs is the native app of RFC
+ * 8252 §7.3 (what loopback redirects exist for): it is passed on as one.
+ * Anything else goes through untouched, and better-auth checks it all.
+ */
+async function asNativeWhereLoopback(request: Request): Promise<Request> {
+  const text = await request.text();
+  let metadata: unknown;
+  try {
+    metadata = JSON.parse(text);
+  } catch {
+    metadata = undefined;
+  }
+  const headers = new Headers(request.headers);
+  headers.delete("content-length");
+  const rebuilt = (body: string) => new Request(request.url, { method: request.method, headers, body });
+  if (!metadata || typeof metadata !== "object" || "application_type" in metadata) return rebuilt(text);
+  const redirects = (metadata as { redirect_uris?: unknown }).redirect_uris;
+  const loopbackOnly =
+    Array.isArray(redirects) &&
+    redirects.length > 0 &&
+    redirects.every((uri) => {
+      const url = URL.parse(String(uri));
+      return url?.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname);
+    });
+  return rebuilt(loopbackOnly ? JSON.stringify({ ...metadata, application_type: "native" }) : text);
+}
+
+/**
+ * A refusal in both vocabularies: Retouch's `code` and `message`, and OAuth's
+ * `error` and `error_description` (RFC 6749 §5.2), which OAuth clients read.
+ */
+function refuse(c: Context<Env>, error: RetouchError) {
+  const body = { ...error.toBody(), error: error.code, error_description: error.message };
+  return c.json(body, error.status as ContentfulStatusCode, error.headers());
+}
