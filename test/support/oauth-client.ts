@@ -17,6 +17,8 @@ export class MemoryOAuthClientProvider implements OAuthClientProvider {
     /** The client's redirect URI: nothing needs to listen there, the test reads the code off the redirect. */
     readonly redirectUrl: string,
     private readonly name = "Test Agent",
+    /** Where its Client ID Metadata Document is: the SDK then uses this URL as its client_id instead of registering. */
+    readonly clientMetadataUrl?: string,
   ) {}
 
   get clientMetadata(): OAuthClientMetadata {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { type Config, createLogger, parseConfig, type Services } from "@retouch/core";
+import { type Config, createLogger, parseConfig, type ServiceDependencies, type Services } from "@retouch/core";
 import { type Role, startRetouch } from "@retouch/server";
 import { freePort } from "./free-port";
 import { createTestDatabase } from "./test-database";
@@ -24,7 +24,7 @@ export interface TestApp {
  */
 export async function startTestApp(
   env: Record<string, string> = {},
-  options: { role?: Role; dashboardDir?: string } = {},
+  options: { role?: Role; dashboardDir?: string; fetchClientMetadata?: ServiceDependencies["fetchClientMetadata"] } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-test-"));
@@ -48,6 +48,7 @@ export async function startTestApp(
       logger,
       role: options.role ?? "all",
       ...(options.dashboardDir ? { dashboardDir: options.dashboardDir } : {}),
+      ...(options.fetchClientMetadata ? { fetchClientMetadata: options.fetchClientMetadata } : {}),
     });
   let app = await start();
   if (!app.http) throw new Error("test app has no HTTP server");

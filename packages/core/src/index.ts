@@ -1,11 +1,13 @@
 export { AUTH_BASE_PATH, sessionCookieName } from "./auth/auth";
 export {
+  defaultClientMetadataFetch,
   MCP_ACCESS_TOKEN_PREFIX,
   MCP_PATH,
   MCP_REFRESH_TOKEN_PREFIX,
   MCP_SCOPE,
   mcpResource,
   OAUTH_CONSENT_PAGE,
+  OAUTH_ERROR_PAGE,
   OAUTH_LOGIN_PAGE,
   OAUTH_SCOPES,
 } from "./auth/mcp-oauth.plugin";

@@ -8,6 +8,7 @@ import {
   type Logger,
   ModelProvisioner,
   runMaintenance,
+  type ServiceDependencies,
   type Services,
 } from "@retouch/core";
 import { EnginePool } from "@retouch/engine";
@@ -39,6 +40,8 @@ export async function startRetouch(options: {
   database?: Promise<OpenedDatabase>;
   /** The built dashboard to serve at `/` (a directory with index.html); none: `/` says how to build it. */
   dashboardDir?: string;
+  /** For tests: how MCP clients' metadata documents are fetched (see ServiceDependencies). */
+  fetchClientMetadata?: ServiceDependencies["fetchClientMetadata"];
 }): Promise<RetouchApp> {
   const { config, logger } = options;
   const role = options.role ?? "all";
@@ -67,6 +70,7 @@ export async function startRetouch(options: {
     mailer,
     authSecret: await resolveAuthSecret(config),
     queue,
+    ...(options.fetchClientMetadata ? { fetchClientMetadata: options.fetchClientMetadata } : {}),
   });
 
   let engine: EnginePool | undefined;

@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
-import { get as httpGet } from "node:http";
+import { createServer, get as httpGet, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { auth, discoverOAuthServerInfo, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { authenticate } from "@retouch/core";
+import { authenticate, defaultClientMetadataFetch } from "@retouch/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, sessionCookie, signUpVerified, type TestAccount } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
@@ -24,20 +25,57 @@ let account: TestAccount;
 const REDIRECT_URI = "http://127.0.0.1:9/callback";
 const REGISTRATIONS_PER_ADDRESS = 8;
 
-beforeAll(async () => {
-  const port = await freePort();
-  app = await startTestApp({
-    PORT: String(port),
-    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-    // The burst test sends X-Forwarded-For so its address has a budget of its own.
-    RETOUCH_TRUST_PROXY: "1",
-    RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT: `${REGISTRATIONS_PER_ADDRESS}/1h`,
-    RETOUCH_QUEUE_POLL_INTERVAL: "200ms",
+/**
+ * Client ID Metadata Documents as an MCP client's own web site serves them:
+ * a real HTTP server on loopback, reached for the public name AGENT_SITE.
+ * Only the transport's DNS and TLS are replaced (no public host is reachable
+ * from the tests); what the plugin does with the answer is what production runs.
+ */
+const AGENT_SITE = "https://agent.example.com";
+const documents = new Map<string, { status?: number; body: unknown; headers?: Record<string, string> }>();
+const documentFetches: string[] = [];
+let documentServer: Server;
+
+function fetchFromAgentSite(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const asked = new Request(input, init);
+  const url = new URL(asked.url);
+  if (url.origin !== AGENT_SITE) return Promise.reject(new TypeError(`no test site at ${url.origin}`));
+  documentFetches.push(url.pathname);
+  const { port } = documentServer.address() as AddressInfo;
+  return fetch(`http://127.0.0.1:${port}${url.pathname}${url.search}`, {
+    method: asked.method,
+    headers: asked.headers,
+    redirect: "manual",
+    signal: asked.signal,
   });
+}
+
+beforeAll(async () => {
+  documentServer = createServer((req, res) => {
+    const document = documents.get(req.url ?? "");
+    res.writeHead(document?.status ?? (document ? 200 : 404), { "content-type": "application/json", ...document?.headers });
+    res.end(document ? JSON.stringify(document.body) : "{}");
+  });
+  await new Promise<void>((resolve) => documentServer.listen(0, "127.0.0.1", resolve));
+  const port = await freePort();
+  app = await startTestApp(
+    {
+      PORT: String(port),
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      // The burst test sends X-Forwarded-For so its address has a budget of its own.
+      RETOUCH_TRUST_PROXY: "1",
+      RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT: `${REGISTRATIONS_PER_ADDRESS}/1h`,
+      RETOUCH_QUEUE_POLL_INTERVAL: "200ms",
+    },
+    { fetchClientMetadata: fetchFromAgentSite },
+  );
   base = app.url;
   account = await signUpVerified(app);
 });
-afterAll(() => app?.close());
+afterAll(async () => {
+  await app?.close();
+  documentServer?.close();
+});
 
 interface Navigation {
   status: number;
@@ -144,9 +182,9 @@ describe("metadata documents", () => {
       scopes_supported: ["mcp", "offline_access"],
     });
     expect(root.body.token_endpoint_auth_methods_supported).toContain("none");
-    // Bearer tokens only: /mcp checks no DPoP proof. No Client ID Metadata Documents either (see docs/mcp.md).
+    // Bearer tokens only: /mcp checks no DPoP proof. Clients may name themselves by a metadata document's URL.
     expect(root.body).not.toHaveProperty("dpop_signing_alg_values_supported");
-    expect(root.body.client_id_metadata_document_supported).not.toBe(true);
+    expect(root.body.client_id_metadata_document_supported).toBe(true);
   });
 
   it("the official client's discovery finds both from the MCP endpoint's address", async () => {
@@ -482,6 +520,114 @@ describe("dynamic client registration (RFC 7591)", () => {
     const webLoopback = await registerClient({ ...metadata, application_type: "web" }, "192.0.2.10");
     expect(webLoopback.status).toBe(400);
     expect(webLoopback.body.error).toBe("invalid_redirect_uri");
+  });
+});
+
+describe("Client ID Metadata Documents (the client_id is the URL of the client's metadata)", () => {
+  const documentUrl = (path: string) => `${AGENT_SITE}${path}`;
+  const publish = (path: string, body: Record<string, unknown>, headers?: Record<string, string>) =>
+    documents.set(path, { body: { client_id: documentUrl(path), ...body }, ...(headers ? { headers } : {}) });
+  const agentMetadata = {
+    client_name: "Metadata Agent",
+    client_uri: AGENT_SITE,
+    redirect_uris: [REDIRECT_URI],
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+  };
+
+  /** An authorization request as the SDK builds one, for a client_id it did not register. */
+  function authorizeUrlFor(clientId: string, redirectUri = REDIRECT_URI) {
+    const url = new URL(`${base}/auth/oauth2/authorize`);
+    const { challenge } = pkcePair();
+    for (const [name, value] of Object.entries({
+      response_type: "code",
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      scope: "mcp",
+      resource: `${base}/mcp`,
+      state: "s",
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+    }))
+      url.searchParams.set(name, value);
+    return url;
+  }
+
+  it("the official client's auth() uses the document's URL as its client_id: no registration, consent names the client, tools work", async () => {
+    publish("/oauth/client.json", agentMetadata, { "cache-control": "max-age=600" });
+    const clientId = documentUrl("/oauth/client.json");
+    const provider = new MemoryOAuthClientProvider(REDIRECT_URI, "Metadata Agent", clientId);
+    const fetchesBefore = documentFetches.length;
+    expect(await auth(provider, { serverUrl: `${base}/mcp` })).toBe("REDIRECT");
+    // The SDK took the server's word that it reads metadata documents, and registered nothing.
+    expect(provider.clientInformation()?.client_id).toBe(clientId);
+    const authorizationUrl = provider.authorizationUrl as URL;
+    expect(authorizationUrl.searchParams.get("client_id")).toBe(clientId);
+
+    const cookie = await signIn(account);
+    const consentPage = await throughSignIn(authorizationUrl, cookie);
+    expect(consentPage.searchParams.get("client_id")).toBe(clientId);
+    const shown = await request(base, "GET", `/auth/oauth2/public-client?client_id=${encodeURIComponent(clientId)}`, {
+      cookie,
+    });
+    expect(shown.status).toBe(200);
+    expect(shown.body).toMatchObject({ client_id: clientId, client_name: "Metadata Agent" });
+    // Fetched once, then served from the cache its max-age allows (the authorize requests came twice).
+    expect(documentFetches.length - fetchesBefore).toBe(1);
+
+    const approved = await consent(cookie, consentPage, true);
+    expect(approved.status).toBe(200);
+    const code = new URL(approved.body.url).searchParams.get("code") as string;
+    expect(await auth(provider, { serverUrl: `${base}/mcp`, authorizationCode: code })).toBe("AUTHORIZED");
+    expect(provider.tokens()?.access_token).toMatch(/^mcp_at_/);
+
+    const client = new Client({ name: "metadata-agent", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`), { authProvider: provider }));
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name)).toContain("edit_image");
+    const unknown = await client.callTool({ name: "get_job_status", arguments: { job_id: "job_0000000000000000000000000" } });
+    expect(unknown.isError).toBe(true);
+    await client.close();
+
+    const listed = await request(base, "GET", "/api/connected-apps", { cookie });
+    expect(listed.body.apps).toContainEqual(
+      expect.objectContaining({ client_id: clientId, name: "Metadata Agent", uri: AGENT_SITE }),
+    );
+  });
+
+  it("refuses a document that does not name itself, a redirect it does not list, a private address, and a site that does not answer", async () => {
+    const cookie = await signIn(account);
+    /** Refused before sign-in or consent, and never sent to the redirect URI the request names (it is not trusted). */
+    const refusal = async (url: URL) => {
+      const answer = await navigate(url, cookie);
+      expect(answer.status, url.href).toBe(400);
+      expect(answer.location).toBeUndefined();
+    };
+    documents.set("/impostor.json", { body: { ...agentMetadata, client_id: documentUrl("/someone-else.json") } });
+    await refusal(authorizeUrlFor(documentUrl("/impostor.json")));
+
+    // A redirect the document does not list: the person sees why on the dashboard's error page.
+    publish("/listed.json", agentMetadata);
+    const elsewhere = await navigate(authorizeUrlFor(documentUrl("/listed.json"), "http://127.0.0.1:9/elsewhere"), cookie);
+    expect(elsewhere.status).toBe(302);
+    expect(`${elsewhere.location?.origin}${elsewhere.location?.pathname}`).toBe(`${base}/oauth/error`);
+    expect(elsewhere.location?.searchParams.get("error")).toBe("invalid_redirect");
+
+    const fetchesBefore = documentFetches.length;
+    await refusal(authorizeUrlFor("https://127.0.0.1/client.json"));
+    await refusal(authorizeUrlFor("https://10.0.0.8/client.json"));
+    // Refused before any fetch: the URL itself names an address inside.
+    expect(documentFetches.length).toBe(fetchesBefore);
+
+    await refusal(authorizeUrlFor(documentUrl("/missing.json")));
+    documents.set("/broken.json", { status: 500, body: {} });
+    await refusal(authorizeUrlFor(documentUrl("/broken.json")));
+  });
+
+  it("by default fetches documents only from public addresses (the plugin's Node transport)", async () => {
+    await expect(defaultClientMetadataFetch("https://localhost/oauth/client.json")).rejects.toThrow(/public/);
+    await expect(defaultClientMetadataFetch("http://agent.example.com/oauth/client.json")).rejects.toThrow(/HTTPS/);
   });
 });
 

@@ -1,10 +1,11 @@
 import { kyselyAdapter } from "@better-auth/kysely-adapter";
+import type { ClientMetadataResourceFetch } from "@better-auth/oauth-provider";
 import { betterAuth } from "better-auth";
 import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import { type IdPrefix, newId } from "../lib/ids";
 import type { Logger } from "../lib/logger";
-import { mcpOAuthPlugins } from "./mcp-oauth.plugin";
+import { mcpOAuthPlugins, OAUTH_ERROR_PAGE } from "./mcp-oauth.plugin";
 import { withHashedSessionTokens } from "./session-token-hashing.adapter";
 
 export const AUTH_BASE_PATH = "/auth";
@@ -46,6 +47,8 @@ export interface AuthDependencies {
   sendVerificationLink(user: { id: string; email: string; name: string }, link: string): Promise<void>;
   /** Called for a reset request of a registered address, with the dashboard link that carries the token. */
   sendPasswordResetLink(user: { id: string; email: string; name: string }, link: string): Promise<void>;
+  /** For tests: how MCP clients' metadata documents are fetched (by default over the public internet only). */
+  fetchClientMetadata?: ClientMetadataResourceFetch;
 }
 
 /**
@@ -113,7 +116,9 @@ export function createAuth(deps: AuthDependencies) {
       defaultCookieAttributes: { sameSite: "lax", httpOnly: true },
       database: { generateId: ({ model }) => newId(idPrefixByModel[model] ?? "usr") },
     },
-    plugins: [...mcpOAuthPlugins(deps.config.publicBaseUrl)],
+    plugins: [...mcpOAuthPlugins(deps.config.publicBaseUrl, deps.fetchClientMetadata)],
+    // The dashboard's page, instead of better-auth's own /auth/error, which the host does not serve.
+    onAPIError: { errorURL: `${deps.config.publicBaseUrl}${OAUTH_ERROR_PAGE}` },
     // Sign-up is rate limited by the accounts service, client registration by the OAuth routes (shared across processes, with Retry-After).
     rateLimit: { enabled: false },
     telemetry: { enabled: false },

@@ -1,4 +1,11 @@
-import { getOAuthProviderApi, type OAuthProviderApi, oauthProvider } from "@better-auth/oauth-provider";
+import { cimd } from "@better-auth/cimd";
+import { fetchClientMetadataResource } from "@better-auth/cimd/node";
+import {
+  type ClientMetadataResourceFetch,
+  getOAuthProviderApi,
+  type OAuthProviderApi,
+  oauthProvider,
+} from "@better-auth/oauth-provider";
 import type { BetterAuthPlugin } from "better-auth";
 import { createAuthEndpoint, isAPIError } from "better-auth/api";
 import { z } from "zod";
@@ -22,9 +29,14 @@ export const MCP_REFRESH_TOKEN_PREFIX = "mcp_rt_";
 /** Dashboard client routes the authorization endpoint sends a person to. */
 export const OAUTH_LOGIN_PAGE = "/sign-in";
 export const OAUTH_CONSENT_PAGE = "/oauth/consent";
+/** Where a person lands when an app's request cannot go back to the app (an unknown app, a redirect it never registered). */
+export const OAUTH_ERROR_PAGE = "/oauth/error";
 
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
+
+/** How client metadata documents are fetched unless a test says otherwise: the public internet only. */
+export const defaultClientMetadataFetch: ClientMetadataResourceFetch = fetchClientMetadataResource;
 
 export function mcpResource(publicBaseUrl: string): string {
   return `${publicBaseUrl}${MCP_PATH}`;
@@ -44,8 +56,20 @@ export function mcpResource(publicBaseUrl: string): string {
  * - Open dynamic client registration (RFC 7591), limited per address by the
  *   host with the shared rate-limit store (better-auth's in-memory limiter is
  *   off, see auth.ts); PKCE with S256 is required of every client.
+ * - Client ID Metadata Documents (`@better-auth/cimd`, the way the MCP
+ *   authorization spec prefers): a client whose `client_id` is an https URL
+ *   needs no registration; the document there (its name, its redirect URIs)
+ *   is fetched at authorization, validated against the MCP profile, cached as
+ *   its HTTP caching headers allow, and fetches are paced per client and per
+ *   origin. `fetchClientMetadata` is the network boundary: by default the
+ *   plugin's Node transport, which resolves the host once, refuses any
+ *   non-public address, pins the connection to the checked one and never
+ *   follows a redirect.
  */
-export function mcpOAuthPlugins(publicBaseUrl: string) {
+export function mcpOAuthPlugins(
+  publicBaseUrl: string,
+  fetchClientMetadata: ClientMetadataResourceFetch = defaultClientMetadataFetch,
+) {
   const resource = mcpResource(publicBaseUrl);
   const provider = oauthProvider({
     scopes: OAUTH_SCOPES,
@@ -70,7 +94,8 @@ export function mcpOAuthPlugins(publicBaseUrl: string) {
     // Per address, in the shared store, by the host: see oauth.routes.ts.
     rateLimit: { token: false, authorize: false, introspect: false, revoke: false, register: false, userinfo: false },
   });
-  return [provider, mcpTokenVerifier(provider.options)] as const;
+  const clientMetadataDocuments = cimd({ fetchClientMetadataResource: fetchClientMetadata, metadataProfile: "mcp-2026-07-28" });
+  return [provider, clientMetadataDocuments, mcpTokenVerifier(provider.options)] as const;
 }
 
 type ProviderOptions = ReturnType<typeof oauthProvider>["options"];

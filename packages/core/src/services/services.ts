@@ -1,4 +1,5 @@
 import path from "node:path";
+import type { ClientMetadataResourceFetch } from "@better-auth/oauth-provider";
 import { createAuth, RESET_PASSWORD_TOKEN_TTL_SECONDS } from "../auth/auth";
 import { type BlobStore, FileBlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
@@ -48,6 +49,8 @@ export interface ServiceDependencies {
   blobs?: BlobStore;
   /** For tests: how webhook hosts resolve. */
   resolveHost?: (host: string) => Promise<string[]>;
+  /** For tests: how MCP clients' metadata documents (OAuth client ids that are URLs) are fetched. */
+  fetchClientMetadata?: ClientMetadataResourceFetch;
 }
 
 /** Every domain service, wired once. The HTTP host, the worker, the admin CLI and tests all start here. */
@@ -71,6 +74,7 @@ export function createServices(deps: ServiceDependencies) {
     config,
     secret: deps.authSecret,
     logger,
+    ...(deps.fetchClientMetadata ? { fetchClientMetadata: deps.fetchClientMetadata } : {}),
     sendVerificationLink: async (user, link) => {
       const { location } = await mailer.send(verificationEmail(user, link));
       // Without SMTP the developer reads the link here (or in the .eml file).

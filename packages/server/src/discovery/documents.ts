@@ -30,7 +30,7 @@ export function mcpManifest(config: DiscoveryConfig) {
     endpoint: `${config.publicBaseUrl}${MCP_PATH}`,
     auth: {
       type: "bearer",
-      description: `Either a Retouch API key (pk_...) in Authorization: Bearer (create one after signing up at ${config.publicBaseUrl}/auth/sign-up/email and verifying your email), or an OAuth 2.1 access token the client obtains itself: without a credential /mcp answers 401 with WWW-Authenticate pointing to ${config.publicBaseUrl}/.well-known/oauth-protected-resource/mcp; the client registers (dynamic client registration), the person signs in and approves it, and the token (PKCE S256, refreshable) is valid on /mcp only.`,
+      description: `Either a Retouch API key (pk_...) in Authorization: Bearer (create one after signing up at ${config.publicBaseUrl}/auth/sign-up/email and verifying your email), or an OAuth 2.1 access token the client obtains itself: without a credential /mcp answers 401 with WWW-Authenticate pointing to ${config.publicBaseUrl}/.well-known/oauth-protected-resource/mcp; the client registers (dynamic client registration) or names itself by the https URL of its Client ID Metadata Document, the person signs in and approves it, and the token (PKCE S256, refreshable) is valid on /mcp only.`,
     },
     tools: tools().map((tool) => ({ name: tool.name, description: tool.description })),
   };
@@ -85,7 +85,7 @@ Errors are \`{"code", "message"}\`: \`email_unverified\` (verify the email first
 
 ## For agents (MCP)
 
-Streamable HTTP at \`${base}${MCP_PATH}\` with the same bearer key, or with OAuth 2.1 for clients that cannot set a header: give the client only the URL; it discovers the authorization server from the 401's \`WWW-Authenticate\` (\`${base}/.well-known/oauth-protected-resource/mcp\`), registers itself, and the person signs in and approves it once; the token works on \`/mcp\` only. Manifest at ${base}/mcp.json. Tools:
+Streamable HTTP at \`${base}${MCP_PATH}\` with the same bearer key, or with OAuth 2.1 for clients that cannot set a header: give the client only the URL; it discovers the authorization server from the 401's \`WWW-Authenticate\` (\`${base}/.well-known/oauth-protected-resource/mcp\`), registers itself or uses its Client ID Metadata Document's URL as client_id, and the person signs in and approves it once; the token works on \`/mcp\` only. Manifest at ${base}/mcp.json. Tools:
 
 ${toolList}
 

@@ -262,7 +262,7 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
       mcpOAuth: {
         type: "oauth2",
         description:
-          "For `/mcp` only: an OAuth 2.1 access token (`mcp_at_...`) an MCP client obtains itself (dynamic client registration, PKCE S256, `resource` = the MCP endpoint). Discovery: `/.well-known/oauth-protected-resource/mcp`.",
+          "For `/mcp` only: an OAuth 2.1 access token (`mcp_at_...`) an MCP client obtains itself (dynamic client registration or a Client ID Metadata Document URL as client_id, PKCE S256, `resource` = the MCP endpoint). Discovery: `/.well-known/oauth-protected-resource/mcp`.",
         flows: {
           authorizationCode: {
             authorizationUrl: `${config.publicBaseUrl}/auth/oauth2/authorize`,
