@@ -8,6 +8,7 @@ import { KeysPage } from "./pages/keys.page";
 import { LandingPage } from "./pages/landing.page";
 import { NotFoundPage } from "./pages/not-found.page";
 import { OAuthConsentPage } from "./pages/oauth-consent.page";
+import { OAuthErrorPage } from "./pages/oauth-error.page";
 import { OverviewPage } from "./pages/overview.page";
 import { PlaygroundPage } from "./pages/playground.page";
 import { ResetPasswordPage } from "./pages/reset-password.page";
@@ -33,6 +34,7 @@ export function App() {
       <Route path="/dashboard/connect" component={ConnectPage} />
       <Route path="/dashboard/apps" component={ConnectedAppsPage} />
       <Route path="/oauth/consent" component={OAuthConsentPage} />
+      <Route path="/oauth/error" component={OAuthErrorPage} />
       <Route component={NotFoundPage} />
     </Switch>
   );

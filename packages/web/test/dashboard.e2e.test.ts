@@ -1,8 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { AxeBuilder } from "@axe-core/playwright";
-import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../../test/support/free-port";
@@ -13,6 +12,7 @@ import { WebhookReceiver } from "../../../test/support/webhook-receiver";
 import { ensureWebBuild } from "../scripts/build-if-stale.mjs";
 import { webAssetsDirectory } from "../src/assets-directory";
 import { launchChromium } from "./support/chromium";
+import { expectAccessible, screenshot } from "./support/page-checks";
 
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core)
@@ -21,12 +21,11 @@ import { launchChromium } from "./support/chromium";
  * jobs and the webhook log, revoke the key. axe-core checks every page.
  *
  * `RETOUCH_SCREENSHOTS=1` also writes each page to docs/dashboard/*.png
- * (docs/dashboard.md shows them); without it the repository is left as it is.
+ * (docs/dashboard.md shows them).
  */
 
 const rootDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const PHOTO = path.join(rootDir, "packages/engine/test/fixtures/coffee.jpg");
-const SCREENSHOTS = process.env.RETOUCH_SCREENSHOTS === "1" ? path.join(rootDir, "docs/dashboard") : undefined;
 const PASSWORD = "correct horse battery";
 const PROMPT = "make it black and white";
 const FAILING_PROMPT = "crop to 5000x5000 pixels";
@@ -41,32 +40,6 @@ let key: { id: string; key: string; prefix: string };
 let hookedJob: string;
 const pageErrors: string[] = [];
 const cspViolations: string[] = [];
-const axeFindings: string[] = [];
-
-/** No serious or critical axe-core finding on the page as it is now. */
-async function checkAccessibility(name: string): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical");
-  for (const violation of serious) {
-    axeFindings.push(
-      `${name}: ${violation.id} (${violation.impact}) ${violation.help}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`,
-    );
-  }
-  expect(
-    serious.map((violation) => violation.id),
-    `axe on ${name}:\n${axeFindings.join("\n")}`,
-  ).toEqual([]);
-}
-
-/** A screenshot for docs/dashboard.md, when asked for; secrets on screen are masked. */
-async function screenshot(name: string, mask: Locator[] = []): Promise<void> {
-  if (!SCREENSHOTS) return;
-  const png = await page.screenshot({ mask, fullPage: true, animations: "disabled", caret: "hide" });
-  // A palette PNG: a third of the size, no visible difference for flat interface colours.
-  await sharp(png)
-    .png({ palette: true, quality: 90, effort: 7 })
-    .toFile(path.join(SCREENSHOTS, `${name}.png`));
-}
 
 /** expect.poll with the patience of a page that loads, renders and calls the service. */
 const eventually = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 15_000, interval: 100 });
@@ -138,8 +111,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
   it("welcomes a visitor on the landing page", async () => {
     await visit("/", "Edit images with a sentence");
     await page.getByRole("heading", { name: "What you can ask for" }).waitFor();
-    await checkAccessibility("landing");
-    await screenshot("landing");
+    await expectAccessible(page, "landing");
+    await screenshot(page, "landing");
   });
 
   it("signs up, then asks to check the email", async () => {
@@ -148,14 +121,14 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     await page.getByLabel("Name", { exact: true }).fill("Ada Lovelace");
     await page.getByLabel("Email", { exact: true }).fill(email);
     await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
-    await checkAccessibility("sign-up");
-    await screenshot("sign-up");
+    await expectAccessible(page, "sign-up");
+    await screenshot(page, "sign-up");
     await page.getByRole("button", { name: "Sign up", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "Check your email" }).waitFor();
     expect(new URL(page.url()).pathname).toBe("/check-email");
     await page.getByText(email).waitFor();
-    await checkAccessibility("check-email");
-    await screenshot("check-email");
+    await expectAccessible(page, "check-email");
+    await screenshot(page, "check-email");
   });
 
   it("verifies the address from the emailed link and lands in the dashboard", async () => {
@@ -165,8 +138,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     expect(new URL(page.url()).pathname).toBe("/dashboard");
     await page.getByRole("heading", { level: 1, name: "Overview" }).waitFor();
     await eventually(() => page.getByTestId("credits").textContent()).toBe("10");
-    await checkAccessibility("overview");
-    await screenshot("overview");
+    await expectAccessible(page, "overview");
+    await screenshot(page, "overview");
   });
 
   it("creates an API key, shown once, that works from any HTTP client", async () => {
@@ -178,8 +151,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     const full = (await shown.textContent()) ?? "";
     expect(full).toMatch(/^pk_/);
     await page.getByRole("row", { name: /laptop/ }).waitFor();
-    await checkAccessibility("keys");
-    await screenshot("keys", [shown]);
+    await expectAccessible(page, "keys");
+    await screenshot(page, "keys", [shown]);
 
     const listed = await request(app.url, "GET", "/api/keys", { key: full });
     expect(listed.status, listed.text).toBe(200);
@@ -209,7 +182,7 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     await page.getByLabel("Image", { exact: true }).setInputFiles(PHOTO);
     await page.getByRole("img", { name: /Your picture, coffee\.jpg/ }).waitFor();
     await page.getByLabel("Prompt", { exact: true }).fill(PROMPT);
-    await checkAccessibility("playground");
+    await expectAccessible(page, "playground");
     await page.getByRole("button", { name: "Run edit", exact: true }).click();
 
     const result = page.getByAltText("Result", { exact: true });
@@ -223,8 +196,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     expect(await channelSpread(await readFile(PHOTO))).toBeGreaterThan(10);
     await eventually(() => result.evaluate((image) => (image as { naturalWidth: number }).naturalWidth)).toBe(600);
     await page.getByRole("link", { name: "Download", exact: true }).waitFor();
-    await checkAccessibility("playground with a result");
-    await screenshot("playground");
+    await expectAccessible(page, "playground with a result");
+    await screenshot(page, "playground");
 
     // An edit the picture does not allow fails at run time: the page says why, and the credit comes back.
     await page.getByRole("button", { name: "Back to the picture" }).click();
@@ -235,7 +208,7 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
       .getByText(/failed \(unsupported_instruction\)/)
       .waitFor({ timeout: 45_000 });
     await eventually(() => page.getByTestId("playground-credits").textContent()).toBe("8");
-    await checkAccessibility("playground with a failure");
+    await expectAccessible(page, "playground with a failure");
 
     await openSection("Overview", "Overview");
     await eventually(() => page.getByTestId("credits").textContent()).toBe("8");
@@ -249,8 +222,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     const failed = page.getByRole("listitem").filter({ hasText: FAILING_PROMPT });
     await failed.getByText("Failed", { exact: true }).waitFor();
     await failed.getByText("unsupported_instruction", { exact: true }).waitFor();
-    await checkAccessibility("jobs");
-    await screenshot("jobs");
+    await expectAccessible(page, "jobs");
+    await screenshot(page, "jobs");
   });
 
   it("reveals the webhook secret and shows the delivery log", async () => {
@@ -265,8 +238,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     await delivery.waitFor();
     expect(await delivery.getByRole("cell").nth(2).textContent()).toBe("2");
     expect(await delivery.getByRole("cell").nth(3).textContent()).toContain("200");
-    await checkAccessibility("webhooks");
-    await screenshot("webhooks", [page.locator(".secrets code")]);
+    await expectAccessible(page, "webhooks");
+    await screenshot(page, "webhooks", [page.locator(".secrets code")]);
   });
 
   it("fills in the connection snippets with the site's address", async () => {
@@ -275,8 +248,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     await eventually(() => mcp.textContent()).toContain(`"url": "${app.url}/mcp"`);
     expect(await mcp.textContent()).toContain(`Bearer ${key.prefix}`);
     expect(await page.locator("main").textContent()).not.toContain(key.key);
-    await checkAccessibility("connect");
-    await screenshot("connect");
+    await expectAccessible(page, "connect");
+    await screenshot(page, "connect");
   });
 
   it("revokes the key after a confirmation, and the key is refused from then on", async () => {
@@ -287,8 +260,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
       .click();
     const dialog = page.getByRole("dialog");
     await dialog.getByRole("heading", { name: "Revoke “laptop”?" }).waitFor();
-    await checkAccessibility("keys, revoke confirmation");
-    await screenshot("keys-revoke");
+    await expectAccessible(page, "keys, revoke confirmation");
+    await screenshot(page, "keys-revoke");
     await dialog.getByRole("button", { name: "Revoke key", exact: true }).click();
     await page.getByRole("row", { name: /laptop/ }).waitFor({ state: "detached" });
 
@@ -309,8 +282,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     expect(new URL(page.url()).searchParams.get("next")).toBe("/dashboard/keys");
     await page.getByLabel("Email", { exact: true }).fill(email);
     await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
-    await checkAccessibility("sign-in");
-    await screenshot("sign-in");
+    await expectAccessible(page, "sign-in");
+    await screenshot(page, "sign-in");
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "API keys" }).waitFor();
   });
@@ -318,15 +291,15 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
   it("offers the password reset pages", async () => {
     await visit("/forgot-password", "Forgot your password?");
     await page.getByLabel("Email", { exact: true }).fill(email);
-    await checkAccessibility("forgot-password");
-    await screenshot("forgot-password");
+    await expectAccessible(page, "forgot-password");
+    await screenshot(page, "forgot-password");
     await page.getByRole("button", { name: "Send the link" }).click();
     await page
       .getByRole("status")
       .getByText(/a link to choose a new password is on its way/)
       .waitFor();
     await visit("/reset-password?token=not-a-real-token", "Choose a new password");
-    await checkAccessibility("reset-password");
+    await expectAccessible(page, "reset-password");
   });
 
   it("ran without a script error or a Content-Security-Policy violation", () => {

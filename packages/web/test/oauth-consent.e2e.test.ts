@@ -1,6 +1,5 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AxeBuilder } from "@axe-core/playwright";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -13,6 +12,7 @@ import { startTestApp, type TestApp } from "../../../test/support/test-app";
 import { ensureWebBuild } from "../scripts/build-if-stale.mjs";
 import { webAssetsDirectory } from "../src/assets-directory";
 import { launchChromium } from "./support/chromium";
+import { expectAccessible, screenshot } from "./support/page-checks";
 
 /**
  * An MCP client signing a person in with OAuth, the person's side in a real
@@ -35,15 +35,6 @@ let callbackUrl: string;
 const callbacks: URLSearchParams[] = [];
 const pageErrors: string[] = [];
 const cspViolations: string[] = [];
-
-async function checkAccessibility(name: string): Promise<void> {
-  const results = await new AxeBuilder({ page }).analyze();
-  const serious = results.violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical");
-  expect(
-    serious.map((violation) => `${violation.id}: ${violation.help}`),
-    `axe on ${name}`,
-  ).toEqual([]);
-}
 
 /** Opens the authorization URL as the client's "open the browser" would, and waits for the page it ends on. */
 async function openAuthorization(url: URL, heading: string): Promise<void> {
@@ -109,7 +100,7 @@ describe("connecting an MCP client through the dashboard", { timeout: 60_000 }, 
     // Not signed in: the dashboard's sign-in page says why the person is there.
     await openAuthorization(agent.authorizationUrl as URL, "Sign in");
     await page.getByText("An app asks to connect to your Retouch account").waitFor();
-    await checkAccessibility("sign-in for an app");
+    await expectAccessible(page, "sign-in for an app");
     await page.getByLabel("Email", { exact: true }).fill(account.email);
     await page.getByLabel("Password", { exact: true }).fill(account.password);
     await page.getByRole("button", { name: "Sign in", exact: true }).click();
@@ -120,7 +111,8 @@ describe("connecting an MCP client through the dashboard", { timeout: 60_000 }, 
     await asks.getByText(/edit images/).waitFor();
     await asks.getByText(/Stay connected/).waitFor();
     await page.getByText(`Signed in as ${account.email}.`).waitFor();
-    await checkAccessibility("consent");
+    await expectAccessible(page, "consent");
+    await screenshot(page, "oauth-consent");
     const approved = await answer("Approve");
     expect(approved.get("error")).toBeNull();
     await first.finishAuth(approved.get("code") as string);
@@ -142,7 +134,8 @@ describe("connecting an MCP client through the dashboard", { timeout: 60_000 }, 
     await page.getByRole("heading", { level: 1, name: "Connected apps" }).waitFor();
     const row = page.getByRole("row", { name: /Chromium Agent/ });
     await row.waitFor();
-    await checkAccessibility("connected apps");
+    await expectAccessible(page, "connected apps");
+    await screenshot(page, "connected-apps");
     await row.getByRole("button", { name: "Disconnect", exact: true }).click();
     await page.getByRole("heading", { name: "Disconnect “Chromium Agent”?" }).waitFor();
     await page.getByRole("button", { name: "Disconnect app", exact: true }).click();
@@ -162,6 +155,21 @@ describe("connecting an MCP client through the dashboard", { timeout: 60_000 }, 
     const refusal = await answer("Deny");
     expect(refusal.get("error")).toBe("access_denied");
     expect(refusal.get("code")).toBeNull();
+  });
+
+  it("a return address the app never registered: the person sees why, and nothing reaches that address", async () => {
+    const stray = provider();
+    const transport = new StreamableHTTPClientTransport(endpoint(), { authProvider: stray });
+    await expect(new Client({ name: "stray-agent", version: "1.0.0" }).connect(transport)).rejects.toThrow(UnauthorizedError);
+    const url = new URL(stray.authorizationUrl as URL);
+    url.searchParams.set("redirect_uri", "http://127.0.0.1:9/elsewhere");
+    const before = callbacks.length;
+    await openAuthorization(url, "The app's request was refused");
+    expect(new URL(page.url()).pathname).toBe("/oauth/error");
+    await page.getByRole("alert").getByText("invalid_redirect", { exact: true }).waitFor();
+    await expectAccessible(page, "oauth error");
+    await screenshot(page, "oauth-error");
+    expect(callbacks.length).toBe(before);
   });
 
   it("ran without a script error or a CSP violation", () => {

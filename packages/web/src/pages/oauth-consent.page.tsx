@@ -50,6 +50,11 @@ export function OAuthConsentPage() {
           connect.
         </p>
       ) : null}
+      {clientId.startsWith("https://") ? (
+        <p className="muted">
+          The app is known by the address <code>{clientId}</code>: its name and return addresses were read there.
+        </p>
+      ) : null}
       <h2>It asks to</h2>
       <ul aria-label="What the app asks for">
         {scopes.map((scope) => (
