@@ -3,6 +3,7 @@ import { AbortedError, ApiError, JobFailedError, LocalError, NetworkError, Timeo
 import { type CommandContext, loadContext, UsageError } from "./command-context";
 import { login, logout, resendVerification, signup } from "./commands/account.commands";
 import { listJobs, whoami } from "./commands/account-overview.commands";
+import { disconnectApp, listConnectedApps } from "./commands/connected-apps.commands";
 import { EditsFailedError, edit, result, status } from "./commands/jobs.commands";
 import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.commands";
 import { capabilities } from "./commands/service.commands";
@@ -68,6 +69,14 @@ const COMMANDS: Command[] = [
     run: createKey,
   },
   { words: ["keys", "revoke"], usage: "keys revoke <key_id>", summary: "revoke an API key", run: revokeKey },
+  // Before "apps": the first command whose words match runs.
+  {
+    words: ["apps", "disconnect"],
+    usage: "apps disconnect <client_id>",
+    summary: "disconnect an app: its tokens stop working",
+    run: disconnectApp,
+  },
+  { words: ["apps"], usage: "apps", summary: "the MCP clients you connected with OAuth", run: listConnectedApps },
   {
     words: ["edit"],
     usage: 'edit <image|folder|glob|url>... "<prompt>" [options]',

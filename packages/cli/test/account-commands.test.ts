@@ -6,12 +6,14 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
+import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
 import { productPhoto } from "../../../test/support/images";
 import { insertPendingJob } from "../../../test/support/jobs";
+import { connectApp } from "../../../test/support/oauth-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
-/** `retouch whoami`, `retouch jobs` and `retouch logout`: the built binary against a real Retouch. */
+/** `retouch whoami`, `retouch jobs`, `retouch apps` and `retouch logout`: the built binary against a real Retouch. */
 const execFileAsync = promisify(execFile);
 const binary = path.join(path.resolve(path.dirname(fileURLToPath(import.meta.url)), ".."), "dist", "cli.js");
 
@@ -38,7 +40,13 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 beforeAll(async () => {
-  app = await startTestApp({ RETOUCH_QUEUE_POLL_INTERVAL: "200ms" });
+  // Its own address as the public one: OAuth tokens are issued for {PUBLIC_BASE_URL}/mcp, where the test's client connects.
+  const port = await freePort();
+  app = await startTestApp({
+    PORT: String(port),
+    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+    RETOUCH_QUEUE_POLL_INTERVAL: "200ms",
+  });
   home = await mkdtemp(path.join(os.tmpdir(), "retouch-cli-account-"));
   account = await keyedAccount(app, { plan: "core", credits: 30 });
 }, 120_000);
@@ -123,6 +131,34 @@ describe("retouch jobs", () => {
       expect(help.code).toBe(0);
       expect(help.stdout).toContain(`Usage: retouch ${command.join(" ")}`);
     }
+  });
+});
+
+describe("retouch apps", () => {
+  it("lists the MCP clients connected with OAuth; disconnect ends one; an unknown one is an error", async () => {
+    const owner = await keyedAccount(app);
+    const env = { RETOUCH_API_KEY: owner.key };
+    const none = await cli(["apps"], env);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout).toContain("No connected apps.");
+
+    const { clientId } = await connectApp(app.url, owner.cookie, "Terminal Agent");
+    const listed = await cli(["apps"], env);
+    expect(listed.stdout).toMatch(/CLIENT ID\s+NAME\s+SCOPES/);
+    expect(listed.stdout).toContain(clientId);
+    expect(listed.stdout).toContain("Terminal Agent");
+    const json = await cli(["apps", "--json"], env);
+    expect(JSON.parse(json.stdout)).toEqual((await request(app.url, "GET", "/api/connected-apps", { key: owner.key })).body);
+
+    const disconnected = await cli(["apps", "disconnect", clientId], env);
+    expect(disconnected.code, disconnected.stderr).toBe(0);
+    expect(disconnected.stdout).toContain(`Disconnected ${clientId}`);
+    expect((await cli(["apps"], env)).stdout).toContain("No connected apps.");
+    const unknown = await cli(["apps", "disconnect", clientId], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("No connected app");
+    const missing = await cli(["apps", "disconnect"], env);
+    expect(missing.code).toBe(2);
   });
 });
 

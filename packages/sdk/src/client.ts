@@ -12,6 +12,7 @@ type Outputs = {
   account: AppRouter["account"]["get"]["_def"]["$types"]["output"];
   jobs: AppRouter["jobs"]["list"]["_def"]["$types"]["output"];
   sessionState: AppRouter["auth"]["session"]["_def"]["$types"]["output"];
+  connectedApps: AppRouter["connectedApps"]["list"]["_def"]["$types"]["output"];
 };
 
 export type OutputFormat = "jpeg" | "png" | "webp";
@@ -46,6 +47,8 @@ export type Account = Outputs["account"];
 /** One page of `GET /api/jobs`: `jobs` newest first, and `next_cursor` (null on the last page). */
 export type JobsPage = Outputs["jobs"];
 export type JobListing = JobsPage["jobs"][number];
+/** An MCP client the person approved through OAuth instead of giving it a key (`GET /api/connected-apps`). */
+export type ConnectedApp = Outputs["connectedApps"]["apps"][number];
 /** The signed-in user and when the session ends, or null (`GET /auth/get-session`). */
 export type SessionState = Outputs["sessionState"];
 export type Session = Outputs["session"] & {
@@ -260,6 +263,18 @@ export class Retouch {
 
   webhookDeliveries(limit = 20) {
     return this.call(async () => (await this.api.webhooks.deliveries.query({ limit })).deliveries);
+  }
+
+  // Connected apps (MCP clients signed in with OAuth)
+
+  /** The MCP clients the person approved, with what each may do and when it last got a token. */
+  connectedApps(): Promise<ConnectedApp[]> {
+    return this.call(async () => (await this.api.connectedApps.list.query()).apps);
+  }
+
+  /** Takes back an app's approval and every token it holds: its next request is refused. */
+  async disconnectApp(clientId: string): Promise<void> {
+    await this.call(() => this.api.connectedApps.revoke.mutate({ client_id: clientId }));
   }
 
   // Jobs

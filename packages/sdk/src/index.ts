@@ -4,6 +4,7 @@ export {
   type BatchStatus,
   type BatchSubmission,
   type Capabilities,
+  type ConnectedApp,
   type EditOptions,
   type JobListing,
   type JobResult,

@@ -1,7 +1,10 @@
+import { authenticate } from "@retouch/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyedAccount, signUp } from "../../../test/support/accounts";
+import { freePort } from "../../../test/support/free-port";
 import { productPhoto } from "../../../test/support/images";
 import { insertPendingJob } from "../../../test/support/jobs";
+import { connectApp } from "../../../test/support/oauth-client";
 import { readOutbox } from "../../../test/support/outbox";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 import { ApiError, type JobListing, Retouch } from "../src/index";
@@ -10,7 +13,9 @@ import { ApiError, type JobListing, Retouch } from "../src/index";
 let app: TestApp;
 
 beforeAll(async () => {
-  app = await startTestApp({}, { role: "api" });
+  // Its own address as the public one: OAuth tokens are issued for {PUBLIC_BASE_URL}/mcp, where the test's client connects.
+  const port = await freePort();
+  app = await startTestApp({ PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` }, { role: "api" });
 });
 afterAll(() => app.close());
 
@@ -29,6 +34,31 @@ describe("account()", () => {
     });
     await retouch.submit(await productPhoto(), "make it black and white");
     expect(await retouch.account()).toMatchObject({ credits_remaining: 9, usage: { this_month: 1 } });
+  });
+});
+
+describe("connectedApps() and disconnectApp()", () => {
+  it("lists an MCP client the person approved, and disconnecting it ends its tokens", async () => {
+    const account = await keyedAccount(app);
+    const retouch = new Retouch({ baseUrl: app.url, apiKey: account.key });
+    expect(await retouch.connectedApps()).toEqual([]);
+    const { clientId, provider } = await connectApp(app.url, account.cookie, "SDK Agent");
+    const accessToken = provider.tokens()?.access_token as string;
+    expect(await retouch.connectedApps()).toEqual([
+      expect.objectContaining({ client_id: clientId, name: "SDK Agent", scopes: ["mcp", "offline_access"] }),
+    ]);
+    expect(
+      await authenticate(app.services, new Headers({ authorization: `Bearer ${accessToken}` }), "key_or_mcp_token"),
+    ).toBeDefined();
+
+    await retouch.disconnectApp(clientId);
+    expect(await retouch.connectedApps()).toEqual([]);
+    expect(
+      await authenticate(app.services, new Headers({ authorization: `Bearer ${accessToken}` }), "key_or_mcp_token"),
+    ).toBeUndefined();
+    const again = await retouch.disconnectApp(clientId).catch((error: unknown) => error);
+    expect(again).toBeInstanceOf(ApiError);
+    expect((again as ApiError).code).toBe("not_found");
   });
 });
 

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { createServer, get as httpGet, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { auth, discoverOAuthServerInfo, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -11,7 +11,7 @@ import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
 import { connectMcp } from "../../../test/support/mcp-client";
-import { MemoryOAuthClientProvider } from "../../../test/support/oauth-client";
+import { consent, MemoryOAuthClientProvider, navigate, throughSignIn } from "../../../test/support/oauth-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
@@ -77,55 +77,10 @@ afterAll(async () => {
   documentServer?.close();
 });
 
-interface Navigation {
-  status: number;
-  location: URL | undefined;
-}
-
-/**
- * A browser's top-level navigation. Node's fetch always sends
- * `Sec-Fetch-Mode: cors`, which better-auth answers with JSON instead of a
- * redirect, so this goes through node:http.
- */
-function navigate(url: string | URL, cookie?: string): Promise<Navigation> {
-  return new Promise((resolve, reject) => {
-    const headers = { accept: "text/html", "sec-fetch-mode": "navigate", ...(cookie ? { cookie } : {}) };
-    httpGet(url, { headers }, (res) => {
-      res.resume();
-      res.on("end", () =>
-        resolve({
-          status: res.statusCode ?? 0,
-          location: res.headers.location ? new URL(res.headers.location, base) : undefined,
-        }),
-      );
-    }).on("error", reject);
-  });
-}
-
 async function signIn(who: TestAccount): Promise<string> {
   const response = await request(base, "POST", "/auth/sign-in/email", { body: { email: who.email, password: who.password } });
   expect(response.status).toBe(200);
   return sessionCookie(response.headers);
-}
-
-/** What the consent page sends: Approve or Deny, with the session cookie, from the service's own origin. */
-function consent(cookie: string, consentPage: URL, accept: boolean, origin = base) {
-  return request(base, "POST", "/auth/oauth2/consent", {
-    cookie,
-    headers: { origin },
-    body: { accept, oauth_query: consentPage.search.slice(1) },
-  });
-}
-
-/** Sign-in page -> (signed in) authorize again -> the consent page, as the dashboard does it. */
-async function throughSignIn(authorizationUrl: URL, cookie: string): Promise<URL> {
-  const first = await navigate(authorizationUrl);
-  expect(first.status).toBe(302);
-  expect(first.location?.pathname).toBe("/sign-in");
-  const second = await navigate(`${base}/auth/oauth2/authorize${first.location?.search}`, cookie);
-  expect(second.status).toBe(302);
-  expect(second.location?.pathname).toBe("/oauth/consent");
-  return second.location as URL;
 }
 
 function bearer(token: string): Headers {
@@ -230,8 +185,8 @@ describe("/mcp with an OAuth access token", () => {
     expect(provider.authorizationUrl?.pathname).toBe("/auth/oauth2/authorize");
 
     const cookie = await signIn(account);
-    const consentPage = await throughSignIn(provider.authorizationUrl as URL, cookie);
-    const approved = await consent(cookie, consentPage, true);
+    const consentPage = await throughSignIn(base, provider.authorizationUrl as URL, cookie);
+    const approved = await consent(base, cookie, consentPage, true);
     await first.finishAuth(new URL(approved.body.url).searchParams.get("code") as string);
     expect(provider.tokens()?.access_token).toMatch(/^mcp_at_/);
 
@@ -269,7 +224,7 @@ describe("the whole flow with the official MCP client's auth()", () => {
 
     // Not signed in: the dashboard's sign-in page, then (signed in) its consent page.
     const cookie = await signIn(account);
-    const consentPage = await throughSignIn(authorizationUrl, cookie);
+    const consentPage = await throughSignIn(base, authorizationUrl, cookie);
     expect(consentPage.searchParams.get("client_id")).toBe(registered?.client_id);
     expect(consentPage.searchParams.get("scope")).toBe("mcp offline_access");
     // What the consent page shows: the client's name.
@@ -277,7 +232,7 @@ describe("the whole flow with the official MCP client's auth()", () => {
     expect(client.status).toBe(200);
     expect(client.body).toMatchObject({ client_id: registered?.client_id, client_name: "Flow Agent" });
 
-    const approved = await consent(cookie, consentPage, true);
+    const approved = await consent(base, cookie, consentPage, true);
     expect(approved.status).toBe(200);
     const callback = new URL(approved.body.url);
     expect(`${callback.origin}${callback.pathname}`).toBe(REDIRECT_URI);
@@ -354,8 +309,8 @@ describe("the whole flow with the official MCP client's auth()", () => {
     const provider = new MemoryOAuthClientProvider(REDIRECT_URI, "Session Agent");
     await auth(provider, { serverUrl: `${base}/mcp` });
     const cookie = await signIn(account);
-    const consentPage = await throughSignIn(provider.authorizationUrl as URL, cookie);
-    const code = new URL((await consent(cookie, consentPage, true)).body.url).searchParams.get("code") as string;
+    const consentPage = await throughSignIn(base, provider.authorizationUrl as URL, cookie);
+    const code = new URL((await consent(base, cookie, consentPage, true)).body.url).searchParams.get("code") as string;
     await auth(provider, { serverUrl: `${base}/mcp`, authorizationCode: code });
     const accessToken = provider.tokens()?.access_token as string;
     expect(await authenticate(app.services, bearer(accessToken), "key_or_mcp_token")).toBeDefined();
@@ -370,8 +325,8 @@ describe("the whole flow with the official MCP client's auth()", () => {
     const provider = new MemoryOAuthClientProvider(REDIRECT_URI, "Denied Agent");
     await auth(provider, { serverUrl: `${base}/mcp` });
     const cookie = await signIn(account);
-    const consentPage = await throughSignIn(provider.authorizationUrl as URL, cookie);
-    const denied = await consent(cookie, consentPage, false);
+    const consentPage = await throughSignIn(base, provider.authorizationUrl as URL, cookie);
+    const denied = await consent(base, cookie, consentPage, false);
     expect(denied.status).toBe(200);
     const callback = new URL(denied.body.url);
     expect(callback.searchParams.get("error")).toBe("access_denied");
@@ -382,18 +337,18 @@ describe("the whole flow with the official MCP client's auth()", () => {
     const provider = new MemoryOAuthClientProvider(REDIRECT_URI, "Consent Agent");
     await auth(provider, { serverUrl: `${base}/mcp` });
     const cookie = await signIn(account);
-    const consentPage = await throughSignIn(provider.authorizationUrl as URL, cookie);
+    const consentPage = await throughSignIn(base, provider.authorizationUrl as URL, cookie);
     const anonymous = await request(base, "POST", "/auth/oauth2/consent", {
       headers: { origin: base },
       body: { accept: true, oauth_query: consentPage.search.slice(1) },
     });
     expect(anonymous.status).toBe(401);
-    const foreign = await consent(cookie, consentPage, true, "https://evil.example");
+    const foreign = await consent(base, cookie, consentPage, true, "https://evil.example");
     expect(foreign.status).toBe(403);
     // A tampered query (another redirect) breaks the signature.
     const tampered = new URL(consentPage);
     tampered.searchParams.set("redirect_uri", "http://127.0.0.1:9/elsewhere");
-    expect((await consent(cookie, tampered, true)).status).toBe(400);
+    expect((await consent(base, cookie, tampered, true)).status).toBe(400);
   });
 });
 
@@ -427,7 +382,7 @@ describe("PKCE and resource binding", () => {
   async function codeFor(url: URL, cookie: string): Promise<string> {
     const answer = await navigate(url, cookie);
     if (answer.location?.pathname !== "/oauth/consent") return answer.location?.searchParams.get("code") as string;
-    const approved = await consent(cookie, answer.location as URL, true);
+    const approved = await consent(base, cookie, answer.location as URL, true);
     return new URL(approved.body.url).searchParams.get("code") as string;
   }
 
@@ -566,7 +521,7 @@ describe("Client ID Metadata Documents (the client_id is the URL of the client's
     expect(authorizationUrl.searchParams.get("client_id")).toBe(clientId);
 
     const cookie = await signIn(account);
-    const consentPage = await throughSignIn(authorizationUrl, cookie);
+    const consentPage = await throughSignIn(base, authorizationUrl, cookie);
     expect(consentPage.searchParams.get("client_id")).toBe(clientId);
     const shown = await request(base, "GET", `/auth/oauth2/public-client?client_id=${encodeURIComponent(clientId)}`, {
       cookie,
@@ -576,7 +531,7 @@ describe("Client ID Metadata Documents (the client_id is the URL of the client's
     // Fetched once, then served from the cache its max-age allows (the authorize requests came twice).
     expect(documentFetches.length - fetchesBefore).toBe(1);
 
-    const approved = await consent(cookie, consentPage, true);
+    const approved = await consent(base, cookie, consentPage, true);
     expect(approved.status).toBe(200);
     const code = new URL(approved.body.url).searchParams.get("code") as string;
     expect(await auth(provider, { serverUrl: `${base}/mcp`, authorizationCode: code })).toBe("AUTHORIZED");
