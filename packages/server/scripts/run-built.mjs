@@ -1,7 +1,8 @@
 // @ts-check
 /**
- * `pnpm start` and `pnpm retouch`: builds the server when its sources changed
- * since the last build (see build-if-stale.mjs), then runs the built entry
+ * `pnpm start` and `pnpm retouch`: builds the server (and, for `pnpm start`,
+ * the dashboard it serves) when its sources changed since the last build (see
+ * build-if-stale.mjs), then runs the built entry
  * in this same process. `pnpm start` first replaces the process with itself
  * under glibc's allocator settings (see malloc-settings.mjs).
  *
@@ -10,6 +11,7 @@
  */
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { ensureWebBuild } from "../../web/scripts/build-if-stale.mjs";
 import { distDir, ensureServerBuild } from "./build-if-stale.mjs";
 import { relaunchWithMallocSettings } from "./malloc-settings.mjs";
 
@@ -28,6 +30,14 @@ try {
 } catch {
   process.stderr.write("The server could not be built; the errors are above.\n");
   process.exit(1);
+}
+// The service serves the dashboard: an edit to it (or a pull) is built here too, not only at `pnpm install`.
+if (entry === ENTRIES.main) {
+  try {
+    ensureWebBuild();
+  } catch {
+    process.stderr.write("The dashboard could not be rebuilt (the errors are above); the last build is served.\n");
+  }
 }
 // The entry reads its own arguments from process.argv, after the script's path.
 process.argv.splice(2, 1);
