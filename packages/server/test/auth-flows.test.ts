@@ -264,6 +264,49 @@ describe("password reset", () => {
   });
 });
 
+describe("password reset, as proof of the address", () => {
+  it("verifies an address that was never verified: the link came to its inbox", async () => {
+    const account = await signUp(app.url, { name: "Never Verified" });
+    expect((await request(app.url, "GET", "/api/account", { cookie: account.cookie })).body.email_verified).toBe(false);
+    await request(app.url, "POST", "/auth/request-password-reset", { body: { email: account.email } });
+    const token = new URL((await nextResetMail(account.email)).link as string).searchParams.get("token") as string;
+    const reset = await request(app.url, "POST", "/auth/reset-password", { body: { token, new_password: "verified by reset" } });
+    expect(reset.status, reset.text).toBe(200);
+    const fresh = sessionCookie((await signIn(account, "verified by reset")).headers);
+    expect((await request(app.url, "GET", "/api/account", { cookie: fresh })).body.email_verified).toBe(true);
+  });
+});
+
+describe("mails to one address are limited, whoever asks", () => {
+  it("a sixth reset mail for one address within the hour is 429 (known or not, from any IP); other addresses carry on", async () => {
+    const account = await signUp(app.url);
+    for (const email of [account.email, uniqueEmail("never-registered")]) {
+      const answers = [];
+      for (let i = 0; i < 6; i++) {
+        answers.push(
+          await request(app.url, "POST", "/auth/request-password-reset", {
+            body: { email: i % 2 === 0 ? email : email.toUpperCase() },
+          }),
+        );
+      }
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 200, 429]);
+      expect(answers[5]?.body).toEqual({ code: "rate_limited", message: expect.stringMatching(/for this email address/) });
+      expect(Number(answers[5]?.headers.get("retry-after"))).toBeGreaterThan(0);
+    }
+    await expect.poll(() => resetMails(account.email).length, { timeout: 10_000 }).toBe(5);
+    expect((await request(app.url, "POST", "/auth/request-password-reset", { body: { email: uniqueEmail() } })).status).toBe(200);
+  });
+
+  it("the same for verification mails", async () => {
+    const account = await signUp(app.url);
+    const statuses = [];
+    for (let i = 0; i < 6; i++) {
+      statuses.push((await request(app.url, "POST", "/auth/send-verification-email", { body: { email: account.email } })).status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+  });
+});
+
 describe("password reset requests are rate limited per IP", () => {
   let limited: TestApp;
   beforeAll(async () => {

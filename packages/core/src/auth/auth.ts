@@ -47,6 +47,8 @@ export interface AuthDependencies {
   sendVerificationLink(user: { id: string; email: string; name: string }, link: string): Promise<void>;
   /** Called for a reset request of a registered address, with the dashboard link that carries the token. */
   sendPasswordResetLink(user: { id: string; email: string; name: string }, link: string): Promise<void>;
+  /** Called after a password was set from an emailed link: whoever used it controls the address. */
+  passwordWasReset(user: { id: string }): Promise<void>;
   /** For tests: how MCP clients' metadata documents are fetched (by default over the public internet only). */
   fetchClientMetadata?: ClientMetadataResourceFetch;
 }
@@ -88,6 +90,9 @@ export function createAuth(deps: AuthDependencies) {
       resetPasswordTokenExpiresIn: RESET_PASSWORD_TOKEN_TTL_SECONDS,
       // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
       revokeSessionsOnPasswordReset: true,
+      onPasswordReset: async ({ user }) => {
+        await deps.passwordWasReset({ id: user.id });
+      },
       sendResetPassword: async ({ user, url, token }) => {
         await deps.sendPasswordResetLink(
           { id: user.id, email: user.email, name: user.name },

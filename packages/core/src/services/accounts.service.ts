@@ -9,6 +9,14 @@ import type { RateLimitsStore } from "../stores/rate-limits.store";
 import type { Principal, RequestInfo } from "./principal";
 import type { ProfilesService } from "./profiles.service";
 
+/**
+ * Mails one address may be sent per hour, whoever asks: the per-IP limits
+ * stop one client, this stops many clients (rotating addresses) from filling
+ * one person's inbox. Counted for every address, registered or not, so a 429
+ * here says nothing about which addresses have accounts.
+ */
+const MAILS_PER_RECIPIENT = { limit: 5, windowMs: 3_600_000 };
+
 export interface SignUpInput {
   email: string;
   password: string;
@@ -132,6 +140,7 @@ export class AccountsService {
    */
   async resendVerification(email: string, request: RequestInfo): Promise<{ ok: true }> {
     await this.limitPerIp("verification-mail", request, "Too many verification emails requested from this address");
+    await this.limitPerRecipient("verification-mail", email, "Too many verification emails for this email address");
     // No session headers: better-auth then takes its enumeration-safe path (constant time, same answer).
     await this.deps.auth.api.sendVerificationEmail({ body: { email }, headers: new Headers() });
     return { ok: true };
@@ -196,6 +205,7 @@ export class AccountsService {
     request: RequestInfo,
   ): Promise<{ ok: true }> {
     await this.limitPerIp("password-reset", request, "Too many password reset requests from this address");
+    await this.limitPerRecipient("password-reset", input.email, "Too many password reset emails for this email address");
     await this.deps.auth.api.requestPasswordReset({
       body: { email: input.email, ...(input.redirectTo ? { redirectTo: input.redirectTo } : {}) },
       headers: new Headers(),
@@ -227,6 +237,15 @@ export class AccountsService {
     const decision = await this.deps.rateLimits.hit(`${action}:${request.ip}`, { limit: count, windowMs });
     if (!decision.allowed) {
       throw new RetouchError("rate_limited", `${message}; retry after the time given in Retry-After.`, {
+        retryAfterSeconds: decision.retryAfterSeconds,
+      });
+    }
+  }
+
+  private async limitPerRecipient(action: string, email: string, message: string): Promise<void> {
+    const decision = await this.deps.rateLimits.hit(`${action}-to:${email.trim().toLowerCase()}`, MAILS_PER_RECIPIENT);
+    if (!decision.allowed) {
+      throw new RetouchError("rate_limited", `${message}; check your inbox (and spam folder) for the ones already sent.`, {
         retryAfterSeconds: decision.retryAfterSeconds,
       });
     }

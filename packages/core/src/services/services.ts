@@ -92,6 +92,8 @@ export function createServices(deps: ServiceDependencies) {
         })
         .catch((error: unknown) => logger.error({ err: error, userId: user.id }, "could not send a password reset email"));
     },
+    // The reset link came to the address: using it proves the address as a verification link does.
+    passwordWasReset: (user) => stores.users.markEmailVerified(user.id),
   });
   const profiles = new ProfilesService(stores.profiles, config);
   const jobsService = new JobsService(

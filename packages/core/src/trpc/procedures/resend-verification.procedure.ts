@@ -12,7 +12,7 @@ export const resendVerification = publicProcedure
       tags: ["Accounts"],
       summary: "Send the verification link again",
       description:
-        "Emails a fresh verification link when the address has an unverified account. The answer is the same either way, so it reveals nothing about which addresses are registered. Rate limited per IP.",
+        "Emails a fresh verification link when the address has an unverified account. The answer is the same either way, so it reveals nothing about which addresses are registered. Rate limited per IP, and to 5 mails an hour per email address (whoever asks).",
     },
   })
   .input(resendVerificationInput)
