@@ -100,6 +100,7 @@ export async function startRetouch(options: {
           runMaintenance({
             jobs: services.stores.jobs,
             rateLimits: services.stores.rateLimits,
+            oauthGrants: services.stores.oauthGrants,
             blobs: services.blobs,
             config,
             logger,

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { JOB_FAILURE_CODES, type JobFailureCode, runMaintenance } from "@retouch/core";
+import { JOB_FAILURE_CODES, type JobFailureCode } from "@retouch/core";
 import { JobFailedError, Retouch } from "@retouch/sdk";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ import { type KeyedAccount, keyedAccount, waitForJob } from "../../../test/suppo
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
 import { insertPendingJob } from "../../../test/support/jobs";
+import { sweep } from "../../../test/support/maintenance";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 import { WebhookReceiver } from "../../../test/support/webhook-receiver";
 
@@ -205,17 +206,7 @@ describe("the service's own causes", () => {
   it("job_timeout: a job the sweep finds still pending past the timeout", async () => {
     const { app, account } = main;
     const jobId = await insertPendingJob(app.services, account.userId, { charge: true });
-    await runMaintenance({
-      jobs: app.services.stores.jobs,
-      rateLimits: app.services.stores.rateLimits,
-      blobs: app.services.blobs,
-      config: app.config,
-      logger: app.services.logger,
-      enqueueOnce: async () => {},
-      onSettled: async () => {},
-      rescheduleWebhooks: async () => 0,
-      now: Date.now() + app.config.jobTimeoutMs + 60_000,
-    });
+    await sweep(app, Date.now() + app.config.jobTimeoutMs + 60_000);
     const status = (await request(app.url, "GET", `/api/process/status?job_id=${jobId}`, { key: account.key })).body;
     expect(status).toMatchObject({
       status: "error",

@@ -1,10 +1,11 @@
-import { newId, runMaintenance } from "@retouch/core";
+import { newId } from "@retouch/core";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount, waitForJob } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { productPhoto } from "../../../test/support/images";
 import { insertPendingJob } from "../../../test/support/jobs";
+import { sweep } from "../../../test/support/maintenance";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /** The once-a-minute sweep: lost jobs are enqueued again, stuck ones fail with their refund. */
@@ -23,17 +24,7 @@ async function sql(text: string, values: unknown[]) {
   await client.end();
 }
 
-const sweep = () =>
-  runMaintenance({
-    jobs: app.services.stores.jobs,
-    rateLimits: app.services.stores.rateLimits,
-    blobs: app.services.blobs,
-    config: app.config,
-    logger: app.services.logger,
-    enqueueOnce: (jobId) => app.services.queue.enqueueOnce(jobId),
-    onSettled: (job) => app.services.webhooks.afterSettle(job),
-    rescheduleWebhooks: (graceMs) => app.services.webhooks.rescheduleOverdue(graceMs),
-  });
+const sweepNow = () => sweep(app);
 
 describe("maintenance", () => {
   it("enqueues a committed job whose queue entry was lost, and it completes", async () => {
@@ -42,7 +33,7 @@ describe("maintenance", () => {
     await app.services.blobs.put(`inputs/${jobId}`, await productPhoto());
     await insertPendingJob(app.services, account.userId, { id: jobId, charge: true, inputBlob: `inputs/${jobId}` });
     await sql("update jobs set created_at = now() - interval '5 minutes' where id = $1", [jobId]);
-    await sweep();
+    await sweepNow();
     expect((await waitForJob(app.url, account.key, jobId)).status).toBe("done");
   });
 
@@ -54,8 +45,8 @@ describe("maintenance", () => {
       [stuck],
     );
     const before = (await app.services.profiles.get(account.userId)).credits;
-    await sweep();
-    await sweep();
+    await sweepNow();
+    await sweepNow();
     const status = await request(app.url, "GET", `/api/process/status?job_id=${stuck}`, { key: account.key });
     expect(status.body).toMatchObject({ status: "error", error: "Processing failed", credits_used: 0 });
     expect((await app.services.profiles.get(account.userId)).credits).toBe(before + 1);

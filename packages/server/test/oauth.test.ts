@@ -4,14 +4,17 @@ import type { AddressInfo } from "node:net";
 import { auth, discoverOAuthServerInfo, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { authenticate, defaultClientMetadataFetch } from "@retouch/core";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, sessionCookie, signUpVerified, type TestAccount } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
+import { sweep } from "../../../test/support/maintenance";
 import { connectMcp } from "../../../test/support/mcp-client";
-import { consent, MemoryOAuthClientProvider, navigate, throughSignIn } from "../../../test/support/oauth-client";
+import { connectApp, consent, MemoryOAuthClientProvider, navigate, throughSignIn } from "../../../test/support/oauth-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
@@ -593,5 +596,39 @@ describe("API keys on /mcp", () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toContain("get_job_status");
     await client.close();
+  });
+});
+
+describe("the maintenance sweep and expired tokens", () => {
+  async function tokenCounts(clientId: string) {
+    const client = new pg.Client({ connectionString: app.config.databaseUrl });
+    await client.connect();
+    const count = async (table: string) =>
+      Number((await client.query(`select count(*) from "${table}" where "clientId" = $1`, [clientId])).rows[0].count);
+    const counts = { access: await count("oauthAccessToken"), refresh: await count("oauthRefreshToken") };
+    await client.end();
+    return counts;
+  }
+
+  it("deletes tokens a day after they expire, keeping each app's newest access token (its last-active time)", async () => {
+    const cookie = await signIn(account);
+    const { clientId, provider } = await connectApp(base, cookie, "Sweep Agent");
+    // A refresh: a second pair, the first refresh token rotated out.
+    provider.saveTokens({ ...(provider.tokens() as OAuthTokens), expires_in: 0 });
+    expect(await auth(provider, { serverUrl: `${base}/mcp` })).toBe("AUTHORIZED");
+    expect(await tokenCounts(clientId)).toEqual({ access: 2, refresh: 2 });
+    const listed = async () =>
+      ((await request(base, "GET", "/api/connected-apps", { cookie })).body.apps as Array<Record<string, unknown>>).find(
+        (app) => app.client_id === clientId,
+      );
+    const before = await listed();
+
+    // Nothing expired yet: nothing goes.
+    await sweep(app, Date.now());
+    expect(await tokenCounts(clientId)).toEqual({ access: 2, refresh: 2 });
+    // Past the refresh tokens' 30 days and the day of grace.
+    await sweep(app, Date.now() + 32 * 24 * 3_600_000);
+    expect(await tokenCounts(clientId)).toEqual({ access: 1, refresh: 0 });
+    expect(await listed()).toEqual(before);
   });
 });

@@ -1,10 +1,11 @@
 import { readFile } from "node:fs/promises";
-import { runMaintenance, UrlSigner } from "@retouch/core";
+import { UrlSigner } from "@retouch/core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount, waitForJob } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto, rectangleMask } from "../../../test/support/images";
+import { sweep } from "../../../test/support/maintenance";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /** Submission to downloaded pixels, through the real queue, worker threads and engine. */
@@ -172,17 +173,7 @@ describe("retention", () => {
     const { result } = await download(jobId);
     const job = await app.services.stores.jobs.find(jobId);
     expect(job?.input_blob).toBeNull();
-    await runMaintenance({
-      jobs: app.services.stores.jobs,
-      rateLimits: app.services.stores.rateLimits,
-      blobs: app.services.blobs,
-      config: app.config,
-      logger: app.services.logger,
-      enqueueOnce: async () => {},
-      onSettled: async () => {},
-      rescheduleWebhooks: async () => 0,
-      now: Date.now() + app.config.retentionMs + 1000,
-    });
+    await sweep(app, Date.now() + app.config.retentionMs + 1000);
     expect(await app.services.blobs.open(job?.result_blob as string)).toBeUndefined();
     const again = await request(app.url, "GET", `/api/process/result?job_id=${jobId}`, { key: account.key });
     expect(again.status).toBe(404);

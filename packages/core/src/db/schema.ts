@@ -174,6 +174,11 @@ export interface OAuthTokenTable {
   revoked: Date | null;
 }
 
+export interface OAuthAccessTokenTable extends OAuthTokenTable {
+  /** The refresh token it was made with, if any (deleting that one deletes this one). */
+  refreshId: string | null;
+}
+
 export interface Database {
   user: UserTable;
   session: SessionTable;
@@ -187,6 +192,6 @@ export interface Database {
   webhook_deliveries: WebhookDeliveryTable;
   oauthClient: OAuthClientTable;
   oauthConsent: OAuthConsentTable;
-  oauthAccessToken: OAuthTokenTable;
+  oauthAccessToken: OAuthAccessTokenTable;
   oauthRefreshToken: OAuthTokenTable;
 }

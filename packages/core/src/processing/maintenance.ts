@@ -3,14 +3,22 @@ import type { Config } from "../config/env";
 import { jobFailure } from "../errors/job-failure-codes";
 import type { Logger } from "../lib/logger";
 import type { JobRow, JobsStore } from "../stores/jobs.store";
+import type { OAuthGrantsStore } from "../stores/oauth-grants.store";
 import type { RateLimitsStore } from "../stores/rate-limits.store";
 
 /** Idempotency keys are kept at least 24 hours (the spec's promise); we keep them two days. */
 export const IDEMPOTENCY_RETENTION_MS = 48 * 3_600_000;
+/**
+ * OAuth tokens are deleted a day after they expire: an access token made from a
+ * refresh token may outlive it by its own lifetime (an hour), and deleting the
+ * refresh token deletes it too.
+ */
+const EXPIRED_TOKEN_RETENTION_MS = 24 * 3_600_000;
 
 export interface MaintenanceDependencies {
   jobs: JobsStore;
   rateLimits: RateLimitsStore;
+  oauthGrants: OAuthGrantsStore;
   blobs: BlobStore;
   config: Pick<Config, "jobLockLifetimeMs" | "jobTimeoutMs">;
   logger: Logger;
@@ -24,7 +32,7 @@ export interface MaintenanceDependencies {
 
 /**
  * The once-a-minute sweep that keeps promises: no job stays pending forever,
- * no file outlives its retention.
+ * no file outlives its retention, no expired token piles up.
  */
 export async function runMaintenance(deps: MaintenanceDependencies): Promise<void> {
   const { jobs, blobs, config, logger } = deps;
@@ -58,4 +66,5 @@ export async function runMaintenance(deps: MaintenanceDependencies): Promise<voi
   }
   await jobs.deleteIdempotencyKeysBefore(new Date(now - IDEMPOTENCY_RETENTION_MS));
   await deps.rateLimits.deleteOlderThan(new Date(now - 24 * 3_600_000));
+  await deps.oauthGrants.deleteExpiredTokens(new Date(now - EXPIRED_TOKEN_RETENTION_MS));
 }

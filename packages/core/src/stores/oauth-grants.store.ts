@@ -72,4 +72,39 @@ export class OAuthGrantsStore {
       return Number(consents.numDeletedRows) + Number(access.numUpdatedRows) + Number(refresh.numUpdatedRows) > 0;
     });
   }
+
+  /**
+   * Deletes access and refresh tokens that expired before `before`: every
+   * refresh adds a pair, and nothing else ever removes them. Each app's newest
+   * access token per person stays (detached from its refresh token), since
+   * Connected apps' "last active" is read from it.
+   */
+  async deleteExpiredTokens(before: Date): Promise<{ accessTokens: number; refreshTokens: number }> {
+    return this.db.transaction().execute(async (trx) => {
+      // Ordered down to the id: two tokens made in the same second must give the same pick in both statements.
+      const newest = trx
+        .selectFrom("oauthAccessToken")
+        .select("id")
+        .distinctOn(["clientId", "userId"])
+        .orderBy("clientId")
+        .orderBy("userId")
+        .orderBy("createdAt", "desc")
+        .orderBy("id", "desc");
+      const expiredRefresh = trx.selectFrom("oauthRefreshToken").select("id").where("expiresAt", "<", before);
+      // Deleting a refresh token deletes the access tokens made from it (on delete cascade): keep the newest ones.
+      await trx
+        .updateTable("oauthAccessToken")
+        .set({ refreshId: null })
+        .where("id", "in", newest)
+        .where("refreshId", "in", expiredRefresh)
+        .execute();
+      const access = await trx
+        .deleteFrom("oauthAccessToken")
+        .where("expiresAt", "<", before)
+        .where("id", "not in", newest)
+        .executeTakeFirst();
+      const refresh = await trx.deleteFrom("oauthRefreshToken").where("expiresAt", "<", before).executeTakeFirst();
+      return { accessTokens: Number(access.numDeletedRows), refreshTokens: Number(refresh.numDeletedRows) };
+    });
+  }
 }
