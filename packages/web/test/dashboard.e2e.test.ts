@@ -12,7 +12,7 @@ import { WebhookReceiver } from "../../../test/support/webhook-receiver";
 import { ensureWebBuild } from "../scripts/build-if-stale.mjs";
 import { webAssetsDirectory } from "../src/assets-directory";
 import { launchChromium } from "./support/chromium";
-import { expectAccessible, screenshot } from "./support/page-checks";
+import { expectAccessible, openWatchedPage, screenshot, type WatchedPage } from "./support/page-checks";
 
 /**
  * The dashboard in a real browser (Debian's Chromium through playwright-core)
@@ -38,8 +38,8 @@ let page: Page;
 const email = `dashboard-${Date.now().toString(36)}@example.com`;
 let key: { id: string; key: string; prefix: string };
 let hookedJob: string;
-const pageErrors: string[] = [];
-const cspViolations: string[] = [];
+/** The page's script errors and CSP violations, checked at the end. */
+let watched: WatchedPage;
 
 /** expect.poll with the patience of a page that loads, renders and calls the service. */
 const eventually = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 15_000, interval: 100 });
@@ -91,13 +91,8 @@ beforeAll(async () => {
     },
     { dashboardDir: webAssetsDirectory() ?? "" },
   );
-  context = await browser.newContext({ baseURL: app.url, viewport: { width: 1180, height: 760 }, locale: "en-GB" });
-  context.setDefaultTimeout(15_000);
-  page = await context.newPage();
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-  page.on("console", (message) => {
-    if (message.type() === "error" && /Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
+  watched = await openWatchedPage(browser, app.url);
+  ({ context, page } = watched);
 }, 120_000);
 
 afterAll(async () => {
@@ -303,7 +298,7 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
   });
 
   it("ran without a script error or a Content-Security-Policy violation", () => {
-    expect(pageErrors).toEqual([]);
-    expect(cspViolations).toEqual([]);
+    expect(watched.pageErrors).toEqual([]);
+    expect(watched.cspViolations).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@ import { startTestApp, type TestApp } from "../../../test/support/test-app";
 import { ensureWebBuild } from "../scripts/build-if-stale.mjs";
 import { webAssetsDirectory } from "../src/assets-directory";
 import { launchChromium } from "./support/chromium";
-import { expectAccessible, screenshot } from "./support/page-checks";
+import { expectAccessible, openWatchedPage, screenshot, type WatchedPage } from "./support/page-checks";
 
 /**
  * An MCP client signing a person in with OAuth, the person's side in a real
@@ -33,8 +33,8 @@ let callback: Server;
 let callbackUrl: string;
 /** Query strings the client's callback received, newest last. */
 const callbacks: URLSearchParams[] = [];
-const pageErrors: string[] = [];
-const cspViolations: string[] = [];
+/** The page's script errors and CSP violations, checked at the end. */
+let watched: WatchedPage;
 
 /** Opens the authorization URL as the client's "open the browser" would, and waits for the page it ends on. */
 async function openAuthorization(url: URL, heading: string): Promise<void> {
@@ -71,13 +71,8 @@ beforeAll(async () => {
     { dashboardDir: webAssetsDirectory() ?? "" },
   );
   account = await signUpVerified(app);
-  context = await browser.newContext({ baseURL: app.url, viewport: { width: 1180, height: 760 }, locale: "en-GB" });
-  context.setDefaultTimeout(15_000);
-  page = await context.newPage();
-  page.on("pageerror", (error) => pageErrors.push(error.message));
-  page.on("console", (message) => {
-    if (message.type() === "error" && /Content.Security.Policy/i.test(message.text())) cspViolations.push(message.text());
-  });
+  watched = await openWatchedPage(browser, app.url);
+  ({ context, page } = watched);
 }, 120_000);
 
 afterAll(async () => {
@@ -173,7 +168,7 @@ describe("connecting an MCP client through the dashboard", { timeout: 60_000 }, 
   });
 
   it("ran without a script error or a CSP violation", () => {
-    expect(pageErrors).toEqual([]);
-    expect(cspViolations).toEqual([]);
+    expect(watched.pageErrors).toEqual([]);
+    expect(watched.cspViolations).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useRef, useState } from "react";
 import { SCOPE_DESCRIPTIONS } from "../api/oauth";
 import { trpc } from "../api/trpc";
+import { ConfirmDialog, useConfirmation } from "../components/confirm-dialog";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
 import { formatDate } from "../components/format";
@@ -19,22 +19,19 @@ const appName = (app: AppRow) => app.name ?? "Unnamed app";
 export function ConnectedAppsPage() {
   useTitle("Connected apps");
   const queryClient = useQueryClient();
-  const [disconnecting, setDisconnecting] = useState<AppRow | undefined>();
-  const dialog = useRef<HTMLDialogElement>(null);
+  const disconnecting = useConfirmation<AppRow>();
   const apps = useQuery(trpc.connectedApps.list.queryOptions());
   const revoke = useMutation(
     trpc.connectedApps.revoke.mutationOptions({
       onSuccess: () => {
-        dialog.current?.close();
-        setDisconnecting(undefined);
+        disconnecting.close();
         void queryClient.invalidateQueries({ queryKey: trpc.connectedApps.list.queryKey() });
       },
     }),
   );
   const askToDisconnect = (app: AppRow) => {
     revoke.reset();
-    setDisconnecting(app);
-    dialog.current?.showModal();
+    disconnecting.ask(app);
   };
 
   return (
@@ -79,24 +76,16 @@ export function ConnectedAppsPage() {
         </TableRegion>
       ) : null}
 
-      <dialog ref={dialog} aria-labelledby="disconnect-title" onClose={() => setDisconnecting(undefined)}>
-        <h2 id="disconnect-title">Disconnect “{disconnecting ? appName(disconnecting) : ""}”?</h2>
+      <ConfirmDialog
+        confirmation={disconnecting}
+        title={`Disconnect “${disconnecting.subject ? appName(disconnecting.subject) : ""}”?`}
+        confirmLabel="Disconnect app"
+        error={revoke.error}
+        pending={revoke.isPending}
+        onConfirm={(app) => revoke.mutate({ client_id: app.client_id })}
+      >
         <p>Its access ends now: its next request is refused, and it has to ask you again to reconnect.</p>
-        <ErrorNote error={revoke.error} />
-        <div className="actions">
-          <button
-            type="button"
-            className="button-danger"
-            disabled={!disconnecting || revoke.isPending}
-            onClick={() => disconnecting && revoke.mutate({ client_id: disconnecting.client_id })}
-          >
-            Disconnect app
-          </button>
-          <button type="button" className="button-quiet" onClick={() => dialog.current?.close()}>
-            Cancel
-          </button>
-        </div>
-      </dialog>
+      </ConfirmDialog>
     </DashboardLayout>
   );
 }

@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useRef, useState } from "react";
+import { type FormEvent, useState } from "react";
 import { forgetBrowserKey, setBrowserKey, useBrowserKey } from "../api/browser-key";
 import { trpc } from "../api/trpc";
+import { ConfirmDialog, useConfirmation } from "../components/confirm-dialog";
 import { CopyButton } from "../components/copy-button";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
@@ -22,8 +23,7 @@ export function KeysPage() {
   const browserKey = useBrowserKey();
   const [name, setName] = useState("");
   const [created, setCreated] = useState<{ key: string; name: string } | undefined>();
-  const [revoking, setRevoking] = useState<KeyRow | undefined>();
-  const dialog = useRef<HTMLDialogElement>(null);
+  const revoking = useConfirmation<KeyRow>();
   const keys = useQuery(trpc.keys.list.queryOptions());
   const refresh = () => queryClient.invalidateQueries({ queryKey: trpc.keys.list.queryKey() });
 
@@ -41,8 +41,7 @@ export function KeysPage() {
     trpc.keys.revoke.mutationOptions({
       onSuccess: (_result, input) => {
         forgetBrowserKey(input.id);
-        dialog.current?.close();
-        setRevoking(undefined);
+        revoking.close();
         void refresh();
       },
     }),
@@ -55,8 +54,7 @@ export function KeysPage() {
   };
   const askToRevoke = (key: KeyRow) => {
     revoke.reset();
-    setRevoking(key);
-    dialog.current?.showModal();
+    revoking.ask(key);
   };
 
   return (
@@ -135,26 +133,18 @@ export function KeysPage() {
         </TableRegion>
       ) : null}
 
-      <dialog ref={dialog} aria-labelledby="revoke-title" onClose={() => setRevoking(undefined)}>
-        <h2 id="revoke-title">Revoke “{revoking?.name}”?</h2>
+      <ConfirmDialog
+        confirmation={revoking}
+        title={`Revoke “${revoking.subject?.name ?? ""}”?`}
+        confirmLabel="Revoke key"
+        error={revoke.error}
+        pending={revoke.isPending}
+        onConfirm={(key) => revoke.mutate({ id: key.id })}
+      >
         <p>
-          Anything using <code>{revoking?.prefix}</code> is refused from now on. This cannot be undone.
+          Anything using <code>{revoking.subject?.prefix}</code> is refused from now on. This cannot be undone.
         </p>
-        <ErrorNote error={revoke.error} />
-        <div className="actions">
-          <button
-            type="button"
-            className="button-danger"
-            disabled={!revoking || revoke.isPending}
-            onClick={() => revoking && revoke.mutate({ id: revoking.id })}
-          >
-            Revoke key
-          </button>
-          <button type="button" className="button-quiet" onClick={() => dialog.current?.close()}>
-            Cancel
-          </button>
-        </div>
-      </dialog>
+      </ConfirmDialog>
     </DashboardLayout>
   );
 }

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { AxeBuilder } from "@axe-core/playwright";
-import type { Locator, Page } from "playwright-core";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import sharp from "sharp";
 import { expect } from "vitest";
 
@@ -30,4 +30,26 @@ export async function screenshot(page: Page, name: string, mask: Locator[] = [])
   await sharp(png)
     .png({ palette: true, quality: 90, effort: 7 })
     .toFile(path.join(SCREENSHOTS, `${name}.png`));
+}
+
+export interface WatchedPage {
+  context: BrowserContext;
+  page: Page;
+  /** Uncaught script errors, in the order they happened. */
+  pageErrors: string[];
+  /** Console errors reporting a Content-Security-Policy violation. */
+  cspViolations: string[];
+}
+
+/** A fresh browser context on the service (a desktop viewport, British English) with one page whose errors are recorded. */
+export async function openWatchedPage(browser: Browser, baseURL: string): Promise<WatchedPage> {
+  const context = await browser.newContext({ baseURL, viewport: { width: 1180, height: 760 }, locale: "en-GB" });
+  context.setDefaultTimeout(15_000);
+  const page = await context.newPage();
+  const watched: WatchedPage = { context, page, pageErrors: [], cspViolations: [] };
+  page.on("pageerror", (error) => watched.pageErrors.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() === "error" && /Content.Security.Policy/i.test(message.text())) watched.cspViolations.push(message.text());
+  });
+  return watched;
 }
