@@ -125,6 +125,9 @@ const envSchema = z.object({
   RETOUCH_WEBHOOK_RETRY_DELAYS: durationList.default([30_000, 120_000, 600_000, 3_600_000]),
   RETOUCH_WEBHOOK_TIMEOUT: duration.default(10_000),
   RETOUCH_IMAGE_FETCH_TIMEOUT: duration.default(20_000),
+  RETOUCH_IMAGE_FETCHES_IN_FLIGHT: z.coerce.number().int().min(1).max(1024).default(16),
+  RETOUCH_IMAGE_FETCHES_PER_ACCOUNT: z.coerce.number().int().min(1).max(1024).default(4),
+  RETOUCH_IMAGE_FETCH_QUEUE_WAIT: duration.default(5_000),
   RETOUCH_SHUTDOWN_TIMEOUT: duration.default(10_000),
   RETOUCH_MAX_IMAGE_BYTES: z.coerce
     .number()
@@ -209,6 +212,15 @@ export interface Config {
   webhookTimeoutMs: number;
   /** How long fetching an `image_url` (or `mask_url`) may take, redirects and body included. */
   imageFetchTimeoutMs: number;
+  /** `image_url`/`mask_url` downloads open at once in this process, all accounts together. */
+  imageFetchesInFlight: number;
+  /** Downloads open at once for one account in this process (its parallel requests together). */
+  imageFetchesPerAccount: number;
+  /**
+   * How long a download waits for a free slot under either cap (at most as many
+   * waiting as 4 times the cap) before its request is refused 503 with Retry-After.
+   */
+  imageFetchQueueWaitMs: number;
   shutdownTimeoutMs: number;
   /** Largest decoded image (and mask) accepted in a submission. */
   maxImageBytes: number;
@@ -347,6 +359,9 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     webhookRetryDelaysMs: e.RETOUCH_WEBHOOK_RETRY_DELAYS,
     webhookTimeoutMs: e.RETOUCH_WEBHOOK_TIMEOUT,
     imageFetchTimeoutMs: e.RETOUCH_IMAGE_FETCH_TIMEOUT,
+    imageFetchesInFlight: e.RETOUCH_IMAGE_FETCHES_IN_FLIGHT,
+    imageFetchesPerAccount: e.RETOUCH_IMAGE_FETCHES_PER_ACCOUNT,
+    imageFetchQueueWaitMs: e.RETOUCH_IMAGE_FETCH_QUEUE_WAIT,
     shutdownTimeoutMs: e.RETOUCH_SHUTDOWN_TIMEOUT,
     maxImageBytes: e.RETOUCH_MAX_IMAGE_BYTES,
     maxRequestBytes: e.RETOUCH_MAX_REQUEST_BYTES,

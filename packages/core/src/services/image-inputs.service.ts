@@ -2,12 +2,21 @@ import { sniffImageFormat } from "@retouch/engine";
 import type { Config } from "../config/env";
 import { RetouchError } from "../errors/retouch-error";
 import { base64DecodedLength, decodeBase64Strict } from "../lib/base64";
+import { BoundedSemaphore, KeyedSemaphores, SlotUnavailableError } from "../lib/bounded-semaphore";
+import type { Logger } from "../lib/logger";
 import { fetchBytes, OutboundFetchError, OutboundRefusedError } from "../lib/outbound-http";
 
 /** Redirects followed when fetching an `image_url`, each re-checked. */
 export const MAX_IMAGE_REDIRECTS = 3;
-/** `image_url`s of one request fetched at the same time. */
+/** `image_url`s of one request fetched at the same time (never more than the account's cap). */
 export const IMAGE_FETCH_CONCURRENCY = 4;
+/**
+ * Downloads that may wait for a slot, as a multiple of the slots: enough for a
+ * few parallel batches to queue behind each other, few enough that a flood is
+ * refused at once instead of lining up (each waiting request holds what it
+ * already fetched).
+ */
+const WAITING_PER_SLOT = 4;
 
 const DATA_URL = /^data:image\/[a-z0-9.+-]+(?:;[^,;]*)*;base64,$/i;
 /** A `data:` prefix is short; looking further for its comma would scan megabytes of base64. */
@@ -22,22 +31,56 @@ export class RequestLevelError extends RetouchError {}
 
 /** One request's downloads: a shared byte budget, and one signal that stops them all once one sinks the request. */
 export interface FetchSession {
+  /** Whose request it is: the per-account cap counts its downloads. */
+  account: string;
   remainingBytes: number;
   controller: AbortController;
 }
 
 export interface ImageInputsDependencies {
-  config: Pick<Config, "maxImageBytes" | "maxRequestBytes" | "webhookAllowInsecure" | "imageFetchTimeoutMs">;
+  config: Pick<
+    Config,
+    | "maxImageBytes"
+    | "maxRequestBytes"
+    | "webhookAllowInsecure"
+    | "imageFetchTimeoutMs"
+    | "imageFetchesInFlight"
+    | "imageFetchesPerAccount"
+    | "imageFetchQueueWaitMs"
+  >;
+  logger: Logger;
   /** For tests: how hosts resolve. */
   resolveHost?: (host: string) => Promise<string[]>;
 }
 
 /** Turns a process item's `image` / `image_url` (and mask) into bytes, or into an error the client can act on. */
 export class ImageInputsService {
-  constructor(private readonly deps: ImageInputsDependencies) {}
+  /** Downloads open in this process, all accounts together. */
+  private readonly slots: BoundedSemaphore;
+  /** Downloads open per account, so one account's parallel requests cannot take every slot. */
+  private readonly accountSlots: KeyedSemaphores;
 
-  newSession(): FetchSession {
-    return { remainingBytes: this.deps.config.maxRequestBytes, controller: new AbortController() };
+  constructor(private readonly deps: ImageInputsDependencies) {
+    const { imageFetchesInFlight, imageFetchesPerAccount, imageFetchQueueWaitMs } = deps.config;
+    this.slots = new BoundedSemaphore({
+      limit: imageFetchesInFlight,
+      maxWaiting: imageFetchesInFlight * WAITING_PER_SLOT,
+      maxWaitMs: imageFetchQueueWaitMs,
+    });
+    this.accountSlots = new KeyedSemaphores({
+      limit: imageFetchesPerAccount,
+      maxWaiting: imageFetchesPerAccount * WAITING_PER_SLOT,
+      maxWaitMs: imageFetchQueueWaitMs,
+    });
+  }
+
+  /** How many of one request's downloads run at once: never more than its account may open. */
+  get requestConcurrency(): number {
+    return Math.min(IMAGE_FETCH_CONCURRENCY, this.deps.config.imageFetchesPerAccount);
+  }
+
+  newSession(account: string): FetchSession {
+    return { account, remainingBytes: this.deps.config.maxRequestBytes, controller: new AbortController() };
   }
 
   /** Base64 (either alphabet, optional `data:image/...;base64,` prefix), decoded once: 400 if it is not base64, 413 if too large. */
@@ -73,8 +116,58 @@ export class ImageInputsService {
    * RequestLevelError 502.
    */
   async fetch(url: string, field: string, session: FetchSession): Promise<Buffer> {
-    const { config } = this.deps;
     const host = hostOf(url);
+    const release = await this.takeSlots(session);
+    try {
+      return await this.download(url, field, host, session);
+    } catch (error) {
+      // The client picked the URL: its failures are the client's, a warning without a stack (never the URL: it may carry a token).
+      if (error instanceof RetouchError) {
+        this.deps.logger.warn(
+          { account: session.account, field, host, code: error.code, reason: error.message },
+          "image fetch failed",
+        );
+      }
+      throw error;
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * A slot under the account's cap, then under the process's (in that order,
+   * so a request waiting on its own account holds no global slot). Either
+   * queue full or a wait past the limit sinks the request: 503 with Retry-After.
+   */
+  private async takeSlots(session: FetchSession): Promise<() => void> {
+    const { signal } = session.controller;
+    let releaseAccount: (() => void) | undefined;
+    try {
+      releaseAccount = await this.accountSlots.acquire(session.account, signal);
+      const releaseGlobal = await this.slots.acquire(signal);
+      const account = releaseAccount;
+      return () => {
+        releaseGlobal();
+        account();
+      };
+    } catch (error) {
+      releaseAccount?.();
+      if (!(error instanceof SlotUnavailableError)) throw error;
+      const scope = releaseAccount ? "this server" : "your account";
+      const retryAfterSeconds = Math.max(1, Math.ceil(this.deps.config.imageFetchQueueWaitMs / 1000));
+      if (error.reason !== "aborted") {
+        this.deps.logger.warn({ account: session.account, scope, reason: error.reason }, "image fetch refused: too many at once");
+      }
+      throw new RequestLevelError(
+        "service_unavailable",
+        `Too many image_url downloads are running for ${scope}; nothing was charged. Retry after ${retryAfterSeconds} s (with the same Idempotency-Key).`,
+        { retryAfterSeconds },
+      );
+    }
+  }
+
+  private async download(url: string, field: string, host: string, session: FetchSession): Promise<Buffer> {
+    const { config } = this.deps;
     try {
       return await fetchBytes(url, {
         allowInsecure: config.webhookAllowInsecure,

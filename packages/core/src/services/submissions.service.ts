@@ -32,6 +32,23 @@ interface AcceptedItem {
   height: number;
 }
 
+/**
+ * An item that passed every check needing no download (its base64 decoded and
+ * inspected already); an `image_url` or `mask_url` is still to be fetched.
+ */
+interface PreparedItem {
+  index: number;
+  jobId: string;
+  input: ProcessItemInput;
+  workflow: JobWorkflow;
+  outputFormat: ImageFormat;
+  /** Undefined while `image_url` is still to be fetched. */
+  image: { bytes: Buffer; width: number; height: number } | undefined;
+  /** Undefined while `mask_url` is still to be fetched, or when there is no mask. */
+  mask: Buffer | undefined;
+  hasMask: boolean;
+}
+
 /** A batch item that cannot be started: listed with its reason, not charged. */
 interface RejectedItem {
   index: number;
@@ -47,7 +64,15 @@ export interface SubmissionsDependencies {
   blobs: BlobStore;
   config: Pick<
     Config,
-    "maxImageBytes" | "maxImagePixels" | "maxRequestBytes" | "webhookAllowInsecure" | "imageFetchTimeoutMs" | "generativeProvider"
+    | "maxImageBytes"
+    | "maxImagePixels"
+    | "maxRequestBytes"
+    | "webhookAllowInsecure"
+    | "imageFetchTimeoutMs"
+    | "imageFetchesInFlight"
+    | "imageFetchesPerAccount"
+    | "imageFetchQueueWaitMs"
+    | "generativeProvider"
   >;
   logger: Logger;
   /** The queue's job name and NOTIFY channel: a submission queues its jobs in its own transaction. */
@@ -131,6 +156,7 @@ export class SubmissionsService {
   constructor(private readonly deps: SubmissionsDependencies) {
     this.images = new ImageInputsService({
       config: deps.config,
+      logger: deps.logger,
       ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
     });
   }
@@ -150,14 +176,39 @@ export class SubmissionsService {
       if (previous) return previous.response as SubmissionOutput;
     }
 
-    // Fetching image_urls happens here: after the idempotency fast path, before any money moves.
-    // A host failing sinks the whole request (502, nothing saved under the key), so a retry with the key can succeed.
     const items = isBatch ? (input.images ?? []) : [input];
-    const session = this.images.newSession();
+    // A single image was validated with the request (the procedure's input schema); batch items arrive unchecked.
+    const prepared = await mapLimited(items, IMAGE_FETCH_CONCURRENCY, (item, index) => this.prepare(item, index, !isBatch));
+    const firstRejected = prepared.find((item): item is RejectedItem => "error" in item);
+    if (!isBatch && firstRejected) throw new RetouchError(firstRejected.code, firstRejected.error);
+    const toFetch = prepared.filter((item): item is PreparedItem => !("error" in item));
+
+    // The plan's limits and the balance, before any download: a doomed request fetches nothing. Read-only and
+    // counted as if every remaining item were accepted; retouch_submit checks again, under the account's lock.
+    if (toFetch.some((item) => item.image === undefined || (item.hasMask && item.mask === undefined))) {
+      const precheck = await this.deps.jobs.precheck({
+        userId: principal.userId,
+        ...(idempotencyKey !== undefined && hash !== undefined
+          ? { idempotency: { key: idempotencyKey, requestHash: hash } }
+          : {}),
+        now: Date.now(),
+        windowMs: MINUTE,
+        plans: PLAN_LIMITS_FOR_STORE,
+        ...(isBatch ? { batchSize: items.length } : {}),
+        count: toFetch.length,
+      });
+      if (precheck.state === "refused") throw refusalError(precheck.refusal, toFetch.length, items.length);
+      if (precheck.state === "replay") return precheck.response as SubmissionOutput;
+    }
+
+    // Fetching image_urls happens here: after the idempotency fast path and the limits, before any money moves.
+    // A host failing sinks the whole request (502, nothing saved under the key), so a retry with the key can succeed.
+    const session = this.images.newSession(principal.userId);
     let checked: Array<AcceptedItem | RejectedItem>;
     try {
-      // A single image was validated with the request (the procedure's input schema); batch items arrive unchecked.
-      checked = await mapLimited(items, IMAGE_FETCH_CONCURRENCY, (item, index) => this.check(item, index, session, !isBatch));
+      checked = await mapLimited(prepared, this.images.requestConcurrency, (item) =>
+        "error" in item ? Promise.resolve(item) : this.complete(item, session),
+      );
     } catch (error) {
       session.controller.abort();
       throw error;
@@ -210,13 +261,12 @@ export class SubmissionsService {
     }
   }
 
-  /** Validates one item down to its pixels' header; a problem becomes a rejection the client can act on. */
-  private async check(
-    raw: unknown,
-    index: number,
-    session: FetchSession,
-    validated: boolean,
-  ): Promise<AcceptedItem | RejectedItem> {
+  /**
+   * Every check of one item that needs no download, its base64 decoded and
+   * inspected down to the pixels' header; a problem becomes a rejection the
+   * client can act on.
+   */
+  private async prepare(raw: unknown, index: number, validated: boolean): Promise<PreparedItem | RejectedItem> {
     const jobId = newId("job");
     const parsed = validated ? ({ success: true, data: raw as ProcessItemInput } as const) : processItemSchema.safeParse(raw);
     const loose = (raw && typeof raw === "object" ? raw : {}) as Partial<ProcessItemInput>;
@@ -237,7 +287,6 @@ export class SubmissionsService {
       if (input.mask !== undefined && input.mask_url !== undefined) {
         throw new RetouchError("invalid_request", "mask and mask_url: send one of them, not both");
       }
-      // The checks that need no bytes come first, so a doomed item fetches nothing.
       if (input.webhook_url !== undefined) {
         const verdict = await checkOutboundUrl(input.webhook_url, {
           allowInsecure: this.deps.config.webhookAllowInsecure,
@@ -252,30 +301,60 @@ export class SubmissionsService {
         { provider: this.deps.config.generativeProvider !== undefined },
       );
       if (!plan.ok) throw new RetouchError("unsupported_instruction", plan.message);
-      const image =
-        input.image !== undefined
-          ? this.images.decodeBase64(input.image, "image")
-          : await this.images.fetch(input.image_url as string, "image_url", session);
-      const info = await this.inspect(image, input.image !== undefined ? "image" : "image_url");
-      let mask: Buffer | undefined;
-      if (hasMask) {
-        const field = input.mask !== undefined ? "mask" : "mask_url";
-        mask =
-          input.mask !== undefined
-            ? this.images.decodeBase64(input.mask, field)
-            : await this.images.fetch(input.mask_url as string, field, session);
-        const maskInfo = await this.inspect(mask, field);
-        if (maskInfo.format !== "png")
-          throw new RetouchError("invalid_request", `${field}: must be a PNG (got ${maskInfo.format})`);
+      let image: PreparedItem["image"];
+      if (input.image !== undefined) {
+        const bytes = this.images.decodeBase64(input.image, "image");
+        const info = await this.inspect(bytes, "image");
+        image = { bytes, width: info.width, height: info.height };
       }
+      const mask =
+        input.mask !== undefined ? await this.checkMask(this.images.decodeBase64(input.mask, "mask"), "mask") : undefined;
       const outputFormat: ImageFormat = plan.workflow === "background_removal" ? "png" : (input.format ?? "jpeg");
-      return { index, jobId, input, image, mask, workflow: plan.workflow, outputFormat, width: info.width, height: info.height };
+      return { index, jobId, input, workflow: plan.workflow, outputFormat, image, mask, hasMask };
+    } catch (error) {
+      if (error instanceof RetouchError) return { index, jobId, input, error: error.message, code: error.code };
+      throw error;
+    }
+  }
+
+  /** Fetches a prepared item's `image_url` and `mask_url`, if any, and inspects them as `prepare` does base64. */
+  private async complete(item: PreparedItem, session: FetchSession): Promise<AcceptedItem | RejectedItem> {
+    const { index, jobId, input } = item;
+    try {
+      let image = item.image;
+      if (!image) {
+        const bytes = await this.images.fetch(input.image_url as string, "image_url", session);
+        const info = await this.inspect(bytes, "image_url");
+        image = { bytes, width: info.width, height: info.height };
+      }
+      let mask = item.mask;
+      if (item.hasMask && !mask) {
+        mask = await this.checkMask(await this.images.fetch(input.mask_url as string, "mask_url", session), "mask_url");
+      }
+      return {
+        index,
+        jobId,
+        input,
+        image: image.bytes,
+        mask,
+        workflow: item.workflow,
+        outputFormat: item.outputFormat,
+        width: image.width,
+        height: image.height,
+      };
     } catch (error) {
       if (error instanceof RetouchError && !(error instanceof RequestLevelError)) {
         return { index, jobId, input, error: error.message, code: error.code };
       }
       throw error;
     }
+  }
+
+  /** A mask must be a PNG. */
+  private async checkMask(mask: Buffer, field: string): Promise<Buffer> {
+    const info = await this.inspect(mask, field);
+    if (info.format !== "png") throw new RetouchError("invalid_request", `${field}: must be a PNG (got ${info.format})`);
+    return mask;
   }
 
   private async inspect(bytes: Buffer, field: string) {

@@ -63,8 +63,34 @@ export type SubmitOutcome =
   | { state: "replay"; response: unknown }
   | { state: "refused"; refusal: SubmitRefusal };
 
-/** SQLSTATE of the refusals `retouch_submit` raises (migration 0006). */
+/** What `precheck` needs: the submission's limits and how many images could become pending jobs. */
+export interface SubmitPrecheck extends Pick<SubmitRequest, "userId" | "idempotency" | "now" | "windowMs" | "plans"> {
+  /** A batch's size (all its items, as `retouch_submit` checks it); undefined for a single image. */
+  batchSize?: number;
+  /** Images that passed every check needing no bytes: at most this many become pending jobs. */
+  count: number;
+}
+
+export type SubmitPrecheckOutcome =
+  | { state: "clear" }
+  | { state: "replay"; response: unknown }
+  | { state: "refused"; refusal: SubmitRefusal };
+
+/** SQLSTATE of the refusals `retouch_submit` raises (migration 0006), and `retouch_submit_precheck` (0010). */
 const REFUSAL_SQLSTATE = "RTX01";
+
+/** A refusal raised by the database as the client's figures; any other error is thrown on. */
+function refusalOf(error: unknown): SubmitRefusal {
+  const failure = error as { code?: string; message?: string; detail?: string };
+  if (failure.code !== REFUSAL_SQLSTATE) throw error;
+  const detail = JSON.parse(failure.detail ?? "{}") as Record<string, number | string>;
+  const refusal = { ...detail, code: failure.message } as Record<string, unknown>;
+  if ("retry_after_ms" in detail) {
+    refusal.retryAfterMs = Number(detail.retry_after_ms);
+    delete refusal.retry_after_ms;
+  }
+  return refusal as SubmitRefusal;
+}
 
 export interface DoneResult {
   resultBlob: string;
@@ -145,15 +171,41 @@ export class JobsStore {
       if ("replay" in outcome) return { state: "replay", response: outcome.replay };
       return { state: "accepted", response: outcome.response as Accepted };
     } catch (error) {
-      const failure = error as { code?: string; message?: string; detail?: string };
-      if (failure.code !== REFUSAL_SQLSTATE) throw error;
-      const detail = JSON.parse(failure.detail ?? "{}") as Record<string, number | string>;
-      const refusal = { ...detail, code: failure.message } as Record<string, unknown>;
-      if ("retry_after_ms" in detail) {
-        refusal.retryAfterMs = Number(detail.retry_after_ms);
-        delete refusal.retry_after_ms;
-      }
-      return { state: "refused", refusal: refusal as SubmitRefusal };
+      return { state: "refused", refusal: refusalOf(error) };
+    }
+  }
+
+  /**
+   * The refusals `submit` would give for `count` images, read-only and before
+   * any image is fetched (`retouch_submit_precheck`, migration 0010): the same
+   * codes and figures, in the same order. Nothing is locked, counted or
+   * charged; `submit` checks again under the profile lock. An idempotency key
+   * already answered is a replay, as in `submit`.
+   */
+  async precheck(request: SubmitPrecheck): Promise<SubmitPrecheckOutcome> {
+    const payload = {
+      user_id: request.userId,
+      idempotency_key: request.idempotency?.key ?? null,
+      request_hash: request.idempotency?.requestHash ?? null,
+      now_ms: request.now,
+      window_ms: request.windowMs,
+      plans: Object.fromEntries(
+        Object.entries(request.plans).map(([name, limits]) => [
+          name,
+          { per_minute: limits.perMinute, concurrent: limits.concurrent },
+        ]),
+      ),
+      batch: request.batchSize === undefined ? null : { size: request.batchSize },
+      count: request.count,
+    };
+    try {
+      const result = await sql<{ outcome: { replay?: unknown } }>`
+        select retouch_submit_precheck(${JSON.stringify(payload)}::jsonb) as outcome
+      `.execute(this.db);
+      const outcome = result.rows[0]?.outcome ?? {};
+      return "replay" in outcome ? { state: "replay", response: outcome.replay } : { state: "clear" };
+    } catch (error) {
+      return { state: "refused", refusal: refusalOf(error) };
     }
   }
 

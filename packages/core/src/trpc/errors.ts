@@ -92,7 +92,17 @@ export function toRetouchError(error: unknown): RetouchError {
   return new RetouchError("internal_error", undefined, { cause: error });
 }
 
-/** True for errors the client caused; false for the ones worth an error log line. */
+/**
+ * True for errors the client caused; false for the ones worth an error log line.
+ * The host of a client's `image_url` failing (502) is the client's pick, and a
+ * refusal that says when to retry (503 with Retry-After) is load, not a fault:
+ * both are logged where they happen, as warnings, so no client can write error
+ * lines with stacks at will.
+ */
 export function isClientError(error: RetouchError): boolean {
-  return error.status < 500;
+  return (
+    error.status < 500 ||
+    error.code === "image_fetch_failed" ||
+    (error.code === "service_unavailable" && error.retryAfterSeconds !== undefined)
+  );
 }
