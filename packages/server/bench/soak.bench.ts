@@ -117,7 +117,11 @@ interface Sample {
 interface JobRecord {
   phase: string;
   jobId: string;
-  submittedAt: number;
+  /** The first try of its submission. */
+  firstTryAt: number;
+  /** From the first try to the 200 that accepted it (retries included). */
+  acceptedMs?: number;
+  /** From that 200 to the poll that saw it done or failed. */
   settledMs?: number;
   status?: string;
 }
@@ -317,7 +321,7 @@ async function customerLoop(
     const idempotencyKey = randomUUID();
     const body = JSON.stringify({ prompt: settings.prompt, image, webhook_url: `${webhookUrl}/customer-${index}` });
     const deadline = Date.now() + settings["job-deadline-seconds"] * 1000;
-    const record: JobRecord = { phase: currentPhase, jobId: "", submittedAt: performance.now() };
+    const record: JobRecord = { phase: currentPhase, jobId: "", firstTryAt: performance.now() };
     for (let attempt = 0; Date.now() < deadline; attempt++) {
       const response = await timedRequest(
         baseUrl,
@@ -333,6 +337,7 @@ async function customerLoop(
       );
       if (response.status === 200 && typeof response.body?.job_id === "string") {
         record.jobId = response.body.job_id;
+        record.acceptedMs = performance.now() - record.firstTryAt;
         break;
       }
       // A refusal that a retry cannot change (400, 402, 422...): this job is given up, the loop goes on.
@@ -353,7 +358,7 @@ async function customerLoop(
         const status = response.body?.status;
         if (response.status === 200 && (status === "done" || status === "error")) {
           record.status = status;
-          record.settledMs = performance.now() - record.submittedAt;
+          record.settledMs = performance.now() - record.firstTryAt - (record.acceptedMs ?? 0);
           break;
         }
         if (response.status !== 200 && response.status !== undefined && !RETRYABLE.has(response.status)) break;
@@ -483,10 +488,12 @@ function printPhase(phase: PhaseRecord, cores: number): void {
   console.log(`  errors by status:   ${countBy(failed, (sample) => sample.outcome) || "none"}`);
   const phaseJobs = jobs.filter((job) => job.phase === phase.name);
   const settled = phaseJobs.flatMap((job) => (job.settledMs === undefined ? [] : [job.settledMs]));
+  const accepted = phaseJobs.flatMap((job) => (job.acceptedMs === undefined ? [] : [job.acceptedMs]));
   console.log(
     `  jobs submitted: ${phaseJobs.length}, seen settled by their customer: ${settled.length} (${countBy(phaseJobs, (job) => job.status ?? "not seen settled")})`,
   );
-  console.log(`  ${latencyLine("settled", settled)}  (submission to a terminal status)`);
+  console.log(`  ${latencyLine("accepted", accepted)}  (first try to the 200 that accepted the job, retries included)`);
+  console.log(`  ${latencyLine("settled", settled)}  (that 200 to the poll that saw it done or failed)`);
   const attack = phase.attack;
   if (attack && attack.stats.slots > 0) {
     const stats = attack.stats;
