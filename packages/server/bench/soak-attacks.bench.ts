@@ -18,6 +18,9 @@ export interface AttackTarget {
 
 export interface AttackStats {
   slots: number;
+  /** The cap on opens (first and again) in the phase; `capReached` once it stopped the attack reopening. */
+  maxOpens: number;
+  capReached: boolean;
   opened: number;
   openNow: number;
   peakOpen: number;
@@ -67,6 +70,8 @@ function errorCode(error: unknown): string {
 export function socketAttack(options: SocketAttackOptions): RunningAttack {
   const stats: AttackStats = {
     slots: options.slots,
+    maxOpens: options.maxOpens,
+    capReached: false,
     opened: 0,
     openNow: 0,
     peakOpen: 0,
@@ -96,6 +101,8 @@ export function socketAttack(options: SocketAttackOptions): RunningAttack {
     while (running && connecting < options.connectParallel && waitingToConnect.length > 0 && attempts < options.maxOpens) {
       open(waitingToConnect.shift() as number);
     }
+    // A slot waits to reopen and may not: the bound, not the service, is holding the attack back.
+    if (running && waitingToConnect.length > 0 && attempts >= options.maxOpens) stats.capReached = true;
   };
 
   const open = (slot: number) => {

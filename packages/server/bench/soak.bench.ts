@@ -124,6 +124,8 @@ interface JobRecord {
   /** From that 200 to the poll that saw it done or failed. */
   settledMs?: number;
   status?: string;
+  /** Tries of its submission (more than one: the customer retried with the same Idempotency-Key). */
+  tries: number;
 }
 
 interface PhaseRecord {
@@ -321,8 +323,9 @@ async function customerLoop(
     const idempotencyKey = randomUUID();
     const body = JSON.stringify({ prompt: settings.prompt, image, webhook_url: `${webhookUrl}/customer-${index}` });
     const deadline = Date.now() + settings["job-deadline-seconds"] * 1000;
-    const record: JobRecord = { phase: currentPhase, jobId: "", firstTryAt: performance.now() };
+    const record: JobRecord = { phase: currentPhase, jobId: "", firstTryAt: performance.now(), tries: 0 };
     for (let attempt = 0; Date.now() < deadline; attempt++) {
+      record.tries++;
       const response = await timedRequest(
         baseUrl,
         "submit",
@@ -451,6 +454,8 @@ const PHASES: Record<string, PhaseStart> = {
       name: "SIGKILL and restart",
       stats: {
         slots: 0,
+        maxOpens: 0,
+        capReached: false,
         opened: 0,
         openNow: 0,
         peakOpen: 0,
@@ -490,7 +495,7 @@ function printPhase(phase: PhaseRecord, cores: number): void {
   const settled = phaseJobs.flatMap((job) => (job.settledMs === undefined ? [] : [job.settledMs]));
   const accepted = phaseJobs.flatMap((job) => (job.acceptedMs === undefined ? [] : [job.acceptedMs]));
   console.log(
-    `  jobs submitted: ${phaseJobs.length}, seen settled by their customer: ${settled.length} (${countBy(phaseJobs, (job) => job.status ?? "not seen settled")})`,
+    `  jobs accepted: ${phaseJobs.length} (${phaseJobs.filter((job) => job.tries > 1).length} after a retry with the same Idempotency-Key), seen settled by their customer: ${settled.length} (${countBy(phaseJobs, (job) => job.status ?? "not seen settled")})`,
   );
   console.log(`  ${latencyLine("accepted", accepted)}  (first try to the 200 that accepted the job, retries included)`);
   console.log(`  ${latencyLine("settled", settled)}  (that 200 to the poll that saw it done or failed)`);
@@ -498,7 +503,7 @@ function printPhase(phase: PhaseRecord, cores: number): void {
   if (attack && attack.stats.slots > 0) {
     const stats = attack.stats;
     console.log(
-      `  attack ${attack.name}: ${stats.slots} sockets, opened ${stats.opened} (peak ${stats.peakOpen} open at once, ${stats.openNow} at the end), ${stats.bytesSent} bytes sent`,
+      `  attack ${attack.name}: ${stats.slots} sockets, opened ${stats.opened}${stats.capReached ? ` (the cap of ${stats.maxOpens} opens was reached)` : ""} (peak ${stats.peakOpen} open at once, ${stats.openNow} at the end), ${stats.bytesSent} bytes sent`,
     );
     console.log(
       `    answered: ${
@@ -529,10 +534,16 @@ function printPhase(phase: PhaseRecord, cores: number): void {
 // ---------------------------------------------------------------------------
 
 async function main(): Promise<number> {
-  const settings = readSettings();
-  const phaseNames = settings.phases.split(",").filter(Boolean);
-  for (const name of phaseNames)
-    if (!PHASES[name]) throw new Error(`unknown phase "${name}" (${Object.keys(PHASES).join(", ")})`);
+  let settings: ReturnType<typeof readSettings>;
+  try {
+    settings = readSettings();
+    for (const name of settings.phases.split(","))
+      if (!PHASES[name]) throw new Error(`unknown phase "${name}" (the phases: ${Object.keys(PHASES).join(", ")})`);
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}; pnpm soak --help lists the settings`);
+    return 2;
+  }
+  const phaseNames = settings.phases.split(",");
   const cores = os.cpus().length;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-soak-"));
   await chmod(dataDir, 0o711); // as root, the embedded database runs as the postgres user
@@ -650,7 +661,7 @@ async function main(): Promise<number> {
       phases.push(phase);
       const answered = samples.filter((sample) => sample.phase === name);
       console.log(
-        `  phase ${name} over: ${answered.length} customer requests, ${answered.filter((sample) => !/^[23]\d\d$/.test(sample.outcome)).length} not 2xx/3xx`,
+        `  phase ${name} over: ${answered.length} customer requests answered so far, ${answered.filter((sample) => !/^[23]\d\d$/.test(sample.outcome)).length} of them not 2xx/3xx`,
       );
     }
 
