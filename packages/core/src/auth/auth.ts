@@ -48,7 +48,7 @@ export interface AuthDependencies {
   /** Called for a reset request of a registered address, with the dashboard link that carries the token. */
   sendPasswordResetLink(user: { id: string; email: string; name: string }, link: string): Promise<void>;
   /** Called after a password was set from an emailed link: whoever used it controls the address. */
-  passwordWasReset(user: { id: string }): Promise<void>;
+  passwordWasReset(user: { id: string; email: string }): Promise<void>;
   /** For tests: how MCP clients' metadata documents are fetched (by default over the public internet only). */
   fetchClientMetadata?: ClientMetadataResourceFetch;
 }
@@ -91,7 +91,7 @@ export function createAuth(deps: AuthDependencies) {
       // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
       revokeSessionsOnPasswordReset: true,
       onPasswordReset: async ({ user }) => {
-        await deps.passwordWasReset({ id: user.id });
+        await deps.passwordWasReset({ id: user.id, email: user.email });
       },
       sendResetPassword: async ({ user, url, token }) => {
         await deps.sendPasswordResetLink(
@@ -105,8 +105,9 @@ export function createAuth(deps: AuthDependencies) {
     emailVerification: {
       sendOnSignUp: true,
       expiresIn: 3 * 24 * 3600,
-      // The emailed link lands the person in the dashboard signed in (the host sends the session cookie on).
-      autoSignInAfterVerification: true,
+      // Never: the link is a bearer credential anyone can send to anyone, so opening it from another site would
+      // sign the visitor's browser into the sender's account (login CSRF). It only verifies; see AccountsService.verifyEmail.
+      autoSignInAfterVerification: false,
       sendVerificationEmail: async ({ user, url }) => {
         await deps.sendVerificationLink({ id: user.id, email: user.email, name: user.name }, url);
       },
