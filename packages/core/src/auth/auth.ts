@@ -1,6 +1,7 @@
 import { kyselyAdapter } from "@better-auth/kysely-adapter";
 import type { ClientMetadataResourceFetch } from "@better-auth/oauth-provider";
 import { betterAuth } from "better-auth";
+import { isAPIError } from "better-auth/api";
 import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import { type IdPrefix, newId } from "../lib/ids";
@@ -122,9 +123,25 @@ export function createAuth(deps: AuthDependencies) {
       defaultCookieAttributes: { sameSite: "lax", httpOnly: true },
       database: { generateId: ({ model }) => newId(idPrefixByModel[model] ?? "usr") },
     },
-    plugins: [...mcpOAuthPlugins(deps.config.publicBaseUrl, deps.fetchClientMetadata)],
+    plugins: [
+      ...mcpOAuthPlugins(deps.config.publicBaseUrl, deps.fetchClientMetadata, (url, reason) =>
+        // The client's mistake, not ours: a warning, for whoever asks why an app cannot connect.
+        deps.logger.warn({ clientId: url, reason }, "client metadata document refused"),
+      ),
+    ],
     // The dashboard's page, instead of better-auth's own /auth/error, which the host does not serve.
-    onAPIError: { errorURL: `${deps.config.publicBaseUrl}${OAUTH_ERROR_PAGE}` },
+    onAPIError: {
+      errorURL: `${deps.config.publicBaseUrl}${OAUTH_ERROR_PAGE}`,
+      // better-auth would log every refusal (a bad registration, an unknown client) as an error: a client's
+      // mistake is a warning, without a stack; only its own failures are errors.
+      onError: (error) => {
+        const status = isAPIError(error) ? error.statusCode : 500;
+        const detail = isAPIError(error) ? (error.body as { error?: unknown; code?: unknown } | undefined) : undefined;
+        if (status < 500) {
+          deps.logger.warn({ component: "better-auth", status, error: detail?.error ?? detail?.code }, "request refused");
+        } else deps.logger.error({ component: "better-auth", err: error }, "auth request failed");
+      },
+    },
     // Sign-up is rate limited by the accounts service, client registration by the OAuth routes (shared across processes, with Retry-After).
     rateLimit: { enabled: false },
     telemetry: { enabled: false },

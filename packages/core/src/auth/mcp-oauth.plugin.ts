@@ -7,8 +7,9 @@ import {
   oauthProvider,
 } from "@better-auth/oauth-provider";
 import type { BetterAuthPlugin } from "better-auth";
-import { createAuthEndpoint, isAPIError } from "better-auth/api";
+import { APIError, createAuthEndpoint, createAuthMiddleware, isAPIError } from "better-auth/api";
 import { z } from "zod";
+import { checkClientMetadata } from "./client-metadata.policy";
 
 /** The MCP endpoint's path; `{PUBLIC_BASE_URL}/mcp` is the one resource OAuth tokens are issued for (RFC 8707). */
 export const MCP_PATH = "/mcp";
@@ -69,6 +70,7 @@ export function mcpResource(publicBaseUrl: string): string {
 export function mcpOAuthPlugins(
   publicBaseUrl: string,
   fetchClientMetadata: ClientMetadataResourceFetch = defaultClientMetadataFetch,
+  onRefusedDocument: (url: string, reason: string) => void = () => {},
 ) {
   const resource = mcpResource(publicBaseUrl);
   const provider = oauthProvider({
@@ -94,8 +96,71 @@ export function mcpOAuthPlugins(
     // Per address, in the shared store, by the host: see oauth.routes.ts.
     rateLimit: { token: false, authorize: false, introspect: false, revoke: false, register: false, userinfo: false },
   });
-  const clientMetadataDocuments = cimd({ fetchClientMetadataResource: fetchClientMetadata, metadataProfile: "mcp-2026-07-28" });
-  return [provider, clientMetadataDocuments, mcpTokenVerifier(provider.options)] as const;
+  const clientMetadataDocuments = cimd({
+    fetchClientMetadataResource: withCheckedClientMetadata(fetchClientMetadata, onRefusedDocument),
+    metadataProfile: "mcp-2026-07-28",
+  });
+  return [provider, clientMetadataDocuments, registrationPolicy(), mcpTokenVerifier(provider.options)] as const;
+}
+
+/** better-auth's path (under the auth base path) of dynamic client registration. */
+const REGISTER_PATH = "/oauth2/register";
+
+/**
+ * Retouch's rules for what a client registers (client-metadata.policy.ts),
+ * before better-auth's own checks: a hook on the endpoint itself, so they hold
+ * however the route is mounted or called. Refusals are RFC 7591 §3.2.2 errors,
+ * in better-auth's own shape (400, `error`, `error_description`).
+ */
+function registrationPolicy() {
+  return {
+    id: "retouch-client-registration-policy",
+    hooks: {
+      before: [
+        {
+          matcher: (context) => context.path === REGISTER_PATH,
+          handler: createAuthMiddleware(async (ctx) => {
+            const refusal = checkClientMetadata(ctx.body);
+            if (refusal) {
+              throw new APIError("BAD_REQUEST", { error: refusal.error, error_description: refusal.description });
+            }
+          }),
+        },
+      ],
+    },
+  } satisfies BetterAuthPlugin;
+}
+
+/**
+ * The same rules for a Client ID Metadata Document, applied to the document
+ * as fetched. The plugin turns any failure of its transport into one generic
+ * `invalid_client`, so a refused document is answered to it as a 422 (the
+ * authorization request is refused); `onRefused` says why, for the operator.
+ */
+export function withCheckedClientMetadata(
+  fetchResource: ClientMetadataResourceFetch,
+  onRefused: (url: string, reason: string) => void = () => {},
+): ClientMetadataResourceFetch {
+  return async (input, init) => {
+    const response = await fetchResource(input, init);
+    if (response.status !== 200) return response;
+    // The transport and the plugin cap the size; the document is small JSON (jwks_uri answers pass through unchanged).
+    const text = await response.text();
+    let document: unknown;
+    try {
+      document = JSON.parse(text);
+    } catch {
+      document = undefined;
+    }
+    const isClientDocument =
+      typeof document === "object" && document !== null && ("redirect_uris" in document || "client_name" in document);
+    const refusal = isClientDocument ? checkClientMetadata(document) : undefined;
+    if (refusal) {
+      onRefused(input instanceof Request ? input.url : String(input), `${refusal.error}: ${refusal.description}`);
+      return new Response(null, { status: 422 });
+    }
+    return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
 }
 
 type ProviderOptions = ReturnType<typeof oauthProvider>["options"];
