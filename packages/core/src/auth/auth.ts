@@ -6,6 +6,7 @@ import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import { type IdPrefix, newId } from "../lib/ids";
 import type { Logger } from "../lib/logger";
+import type { RateDecision } from "../stores/rate-limits.store";
 import { mcpOAuthPlugins, OAUTH_ERROR_PAGE } from "./mcp-oauth.plugin";
 import { withHashedSessionTokens } from "./session-token-hashing.adapter";
 
@@ -41,7 +42,7 @@ const idPrefixByModel: Record<string, IdPrefix> = {
 
 export interface AuthDependencies {
   db: Db;
-  config: Pick<Config, "publicBaseUrl">;
+  config: Pick<Config, "publicBaseUrl" | "trustProxy">;
   secret: string;
   logger: Logger;
   /** Called after sign-up with the link that verifies the address. */
@@ -52,6 +53,8 @@ export interface AuthDependencies {
   passwordWasReset(user: { id: string; email: string }): Promise<void>;
   /** For tests: how MCP clients' metadata documents are fetched (by default over the public internet only). */
   fetchClientMetadata?: ClientMetadataResourceFetch;
+  /** Counts a request naming a Client ID Metadata Document against its address's share (see mcp-oauth.plugin.ts). */
+  limitClientMetadataRequest?: (address: string) => Promise<RateDecision>;
 }
 
 /**
@@ -124,10 +127,13 @@ export function createAuth(deps: AuthDependencies) {
       database: { generateId: ({ model }) => newId(idPrefixByModel[model] ?? "usr") },
     },
     plugins: [
-      ...mcpOAuthPlugins(deps.config.publicBaseUrl, deps.fetchClientMetadata, (url, reason) =>
+      ...mcpOAuthPlugins(deps.config.publicBaseUrl, {
+        fetchClientMetadata: deps.fetchClientMetadata,
         // The client's mistake, not ours: a warning, for whoever asks why an app cannot connect.
-        deps.logger.warn({ clientId: url, reason }, "client metadata document refused"),
-      ),
+        onRefusedDocument: (url, reason) => deps.logger.warn({ clientId: url, reason }, "client metadata document refused"),
+        limitClientMetadataRequest: deps.limitClientMetadataRequest,
+        trustProxy: deps.config.trustProxy,
+      }),
     ],
     // The dashboard's page, instead of better-auth's own /auth/error, which the host does not serve.
     onAPIError: {

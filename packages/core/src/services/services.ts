@@ -75,6 +75,11 @@ export function createServices(deps: ServiceDependencies) {
     secret: deps.authSecret,
     logger,
     ...(deps.fetchClientMetadata ? { fetchClientMetadata: deps.fetchClientMetadata } : {}),
+    limitClientMetadataRequest: (address) =>
+      stores.rateLimits.hit(`oauth-client-metadata:${address}`, {
+        limit: config.oauthClientMetadataRateLimit.count,
+        windowMs: config.oauthClientMetadataRateLimit.windowMs,
+      }),
     sendVerificationLink: async (user, link) => {
       const { location } = await mailer.send(verificationEmail(user, link));
       // Without SMTP the developer reads the link here (or in the .eml file).
