@@ -35,15 +35,16 @@ export async function signUp(
 }
 
 /**
- * Opens the emailed verification link like a browser would: it answers a page
- * (no dashboard served) or sends the browser on to the dashboard (303).
+ * Opens the emailed verification link like a browser without a session would:
+ * it answers a page (no dashboard served) or sends the browser on to sign in
+ * (303). It signs no one in: use the account's own cookie, or sign in.
  */
 export async function verifyEmail(baseUrl: string, outboxDir: string, email: string): Promise<void> {
   const link = await verificationLinkFor(outboxDir, email);
   const target = new URL(link);
   const response = await fetch(`${baseUrl}${target.pathname}${target.search}`, { redirect: "manual" });
   expect([200, 303]).toContain(response.status);
-  if (response.status === 303) expect(response.headers.get("location")).toBe("/dashboard");
+  if (response.status === 303) expect(response.headers.get("location")).toBe("/sign-in?verified=1");
 }
 
 export async function signUpVerified(app: { url: string; outboxDir: string }): Promise<TestAccount> {

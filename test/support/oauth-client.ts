@@ -67,6 +67,7 @@ export class MemoryOAuthClientProvider implements OAuthClientProvider {
 export interface Navigation {
   status: number;
   location: URL | undefined;
+  headers: import("node:http").IncomingHttpHeaders;
 }
 
 /**
@@ -74,15 +75,16 @@ export interface Navigation {
  * `Sec-Fetch-Mode: cors`, which better-auth answers with JSON instead of a
  * redirect, so this goes through node:http.
  */
-export function navigate(url: string | URL, cookie?: string): Promise<Navigation> {
+export function navigate(url: string | URL, cookie?: string, extraHeaders: Record<string, string> = {}): Promise<Navigation> {
   return new Promise((resolve, reject) => {
-    const headers = { accept: "text/html", "sec-fetch-mode": "navigate", ...(cookie ? { cookie } : {}) };
+    const headers = { accept: "text/html", "sec-fetch-mode": "navigate", ...(cookie ? { cookie } : {}), ...extraHeaders };
     httpGet(url, { headers }, (res) => {
       res.resume();
       res.on("end", () =>
         resolve({
           status: res.statusCode ?? 0,
           location: res.headers.location ? new URL(res.headers.location, url) : undefined,
+          headers: res.headers,
         }),
       );
     }).on("error", reject);

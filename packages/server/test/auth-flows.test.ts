@@ -95,7 +95,7 @@ describe("POST /auth/sign-out", () => {
     await verifyEmailBySmtp(account.email);
     const { key } = await createKey(app.url, account);
     const other = sessionCookie((await signIn(account)).headers);
-    // The verification link signs in too (its own session), so count rather than assume.
+    // Count rather than assume how many sessions the account has.
     const sessions = async () =>
       (await db.query(`select count(*)::int as n from "session" where "userId" = $1`, [account.userId])).rows[0].n;
     const before = await sessions();

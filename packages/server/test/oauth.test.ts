@@ -14,7 +14,14 @@ import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
 import { sweep } from "../../../test/support/maintenance";
 import { connectMcp } from "../../../test/support/mcp-client";
-import { connectApp, consent, MemoryOAuthClientProvider, navigate, throughSignIn } from "../../../test/support/oauth-client";
+import {
+  connectApp,
+  consent,
+  MemoryOAuthClientProvider,
+  type Navigation,
+  navigate,
+  throughSignIn,
+} from "../../../test/support/oauth-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
@@ -27,6 +34,8 @@ let base: string;
 let account: TestAccount;
 const REDIRECT_URI = "http://127.0.0.1:9/callback";
 const REGISTRATIONS_PER_ADDRESS = 8;
+/** Requests naming a metadata document URL one address may make per minute, in this test. */
+const CLIENT_METADATA_REQUESTS_PER_ADDRESS = 20;
 
 /**
  * Client ID Metadata Documents as an MCP client's own web site serves them:
@@ -68,6 +77,7 @@ beforeAll(async () => {
       // The burst test sends X-Forwarded-For so its address has a budget of its own.
       RETOUCH_TRUST_PROXY: "1",
       RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT: `${REGISTRATIONS_PER_ADDRESS}/1h`,
+      RETOUCH_OAUTH_CLIENT_METADATA_RATE_LIMIT: `${CLIENT_METADATA_REQUESTS_PER_ADDRESS}/1m`,
       RETOUCH_QUEUE_POLL_INTERVAL: "200ms",
     },
     { fetchClientMetadata: fetchFromAgentSite },
@@ -581,11 +591,42 @@ describe("Client ID Metadata Documents (the client_id is the URL of the client's
     await refusal(authorizeUrlFor(documentUrl("/missing.json")));
     documents.set("/broken.json", { status: 500, body: {} });
     await refusal(authorizeUrlFor(documentUrl("/broken.json")));
+
+    // Registration's rules hold for a document too: no name that passes for the service, no oversized name.
+    publish("/impersonator.json", { ...agentMetadata, client_name: "Retouch Security" });
+    await refusal(authorizeUrlFor(documentUrl("/impersonator.json")));
+    publish("/long-name.json", { ...agentMetadata, client_name: "A".repeat(5000) });
+    await refusal(authorizeUrlFor(documentUrl("/long-name.json")));
   });
 
-  it("by default fetches documents only from public addresses (the plugin's Node transport)", async () => {
+  it("gives each address its share of document fetches: a burst from one address does not stop another's new client", async () => {
+    const burst = "203.0.113.90";
+    const statuses: number[] = [];
+    let last: Navigation | undefined;
+    // 130 made-up clients on as many sites: more than the plugin's old global budget (120 a minute).
+    for (let i = 0; i < 130; i++) {
+      last = await navigate(authorizeUrlFor(`https://burst-${i}.example/client.json`), undefined, { "x-forwarded-for": burst });
+      statuses.push(last.status);
+    }
+    expect(statuses.slice(0, CLIENT_METADATA_REQUESTS_PER_ADDRESS).every((status) => status === 400)).toBe(true);
+    expect(statuses.slice(CLIENT_METADATA_REQUESTS_PER_ADDRESS).every((status) => status === 429)).toBe(true);
+    expect(Number(last?.headers["retry-after"])).toBeGreaterThan(0);
+
+    // Another address brings a client the server has never seen: its document is fetched, the person is asked to sign in.
+    publish("/after-burst.json", { ...agentMetadata, client_name: "After Burst" });
+    const fetchesBefore = documentFetches.length;
+    const other = await navigate(authorizeUrlFor(documentUrl("/after-burst.json")), undefined, {
+      "x-forwarded-for": "203.0.113.91",
+    });
+    expect(other.status).toBe(302);
+    expect(other.location?.pathname).toBe("/sign-in");
+    expect(documentFetches.length).toBe(fetchesBefore + 1);
+  });
+
+  it("by default fetches documents through core's outbound guard: https only, public addresses only", async () => {
     await expect(defaultClientMetadataFetch("https://localhost/oauth/client.json")).rejects.toThrow(/public/);
-    await expect(defaultClientMetadataFetch("http://agent.example.com/oauth/client.json")).rejects.toThrow(/HTTPS/);
+    await expect(defaultClientMetadataFetch("https://[::ffff:10.0.0.8]/oauth/client.json")).rejects.toThrow(/public/);
+    await expect(defaultClientMetadataFetch("http://agent.example.com/oauth/client.json")).rejects.toThrow(/https:/);
   });
 });
 

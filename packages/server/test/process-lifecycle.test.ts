@@ -77,11 +77,11 @@ describe("the service process", { timeout: 90_000 }, () => {
     ({ email, password } = account);
     const link = new URL(await verificationLinkFor(path.join(dataDir, "outbox"), email));
     expect(server.output()).toContain(link.searchParams.get("token"));
-    // The built service serves the dashboard: the link signs the person in and lands there.
+    // The built service serves the dashboard: the link verifies (it signs no one in) and lands on its sign-in page.
     const landing = await fetch(`${base()}${link.pathname}${link.search}`, { redirect: "manual" });
     expect(landing.status).toBe(303);
-    expect(landing.headers.get("location")).toMatch(/\/dashboard$/);
-    expect(landing.headers.getSetCookie().some((cookie) => cookie.startsWith("retouch.session_token="))).toBe(true);
+    expect(landing.headers.get("location")).toBe("/sign-in?verified=1");
+    expect(landing.headers.getSetCookie()).toEqual([]);
     const page = await fetch(new URL(landing.headers.get("location") as string, base()), { headers: { accept: "text/html" } });
     expect(await page.text()).toContain('<div id="root">');
 

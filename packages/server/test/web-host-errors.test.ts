@@ -127,13 +127,15 @@ describe("without a built dashboard", () => {
     expect(api.headers.get("content-type")).toMatch(/^application\/json/);
   });
 
-  it("answers a verification link with a page (and the session cookie), not a redirect into nothing", async () => {
+  it("answers a verification link with a page that asks to sign in (no session cookie), not a redirect into nothing", async () => {
     const account = await signUp(bare.url);
     const link = new URL(await verificationLinkFor(bare.outboxDir, account.email));
     const response = await open(bare.url, `${link.pathname}${link.search}`);
     expect(response.status).toBe(200);
-    expect(await response.text()).toContain("is verified");
-    expect(response.headers.getSetCookie().some((cookie) => cookie.includes(".session_token="))).toBe(true);
+    const html = await response.text();
+    expect(html).toContain("is verified");
+    expect(html).toContain("please sign in");
+    expect(response.headers.getSetCookie().some((cookie) => cookie.includes(".session_token="))).toBe(false);
   });
 
   it("sends no CORS header when RETOUCH_CORS_ORIGINS is unset: a preflight meets the 404", async () => {

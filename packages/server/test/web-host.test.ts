@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey, keyedAccount, sessionCookie, signUp } from "../../../test/support/accounts";
+import { createKey, keyedAccount, signUp } from "../../../test/support/accounts";
 import { type DashboardBuild, dashboardBuild } from "../../../test/support/dashboard-build";
 import { request } from "../../../test/support/http-client";
 import { verificationLinkFor } from "../../../test/support/outbox";
@@ -7,7 +7,7 @@ import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
  * The host serving a browser: the built dashboard and its client routes, the
- * emailed link landing signed in, and CORS for a page on an allowed origin.
+ * emailed link's landing, and CORS for a page on an allowed origin.
  * Real server on loopback, real PostgreSQL, a directory laid out as Vite builds.
  */
 
@@ -78,27 +78,22 @@ describe("the dashboard at the site URL", () => {
 });
 
 describe("the emailed verification link", () => {
-  it("verifies the address, signs the person in and sends them to /dashboard", async () => {
-    // Opened on another device than the one that signed up: no cookie yet.
+  it("verifies the address and sends a browser without a session to sign in, with no session cookie (login CSRF)", async () => {
+    // Opened on another device than the one that signed up (or someone else's link sent to a victim): no cookie.
     const account = await signUp(app.url);
     const link = new URL(await verificationLinkFor(app.outboxDir, account.email));
     const landing = await open(`${link.pathname}${link.search}`);
     expect(landing.status).toBe(303);
-    expect(landing.headers.get("location")).toBe("/dashboard");
+    expect(landing.headers.get("location")).toBe("/sign-in?verified=1");
     expect(landing.headers.get("cache-control")).toBe("no-store");
-    const setCookie = landing.headers.getSetCookie().find((value) => value.includes(".session_token=")) ?? "";
-    expect(setCookie).toMatch(/HttpOnly/i);
-    expect(setCookie).toMatch(/SameSite=Lax/i);
+    expect(landing.headers.getSetCookie()).toEqual([]);
     expect((await app.services.stores.users.findById(account.userId))?.emailVerified).toBe(true);
 
-    // The new cookie is a session of a verified account: the dashboard can create a key with it.
-    const cookie = sessionCookie(landing.headers);
-    expect(cookie).not.toBe(account.cookie);
-    const key = await request(app.url, "POST", "/api/keys", { cookie, body: { name: "from the dashboard" } });
+    // The account's own session (from sign-up) is now a verified one: the dashboard can create a key with it.
+    const key = await request(app.url, "POST", "/api/keys", { cookie: account.cookie, body: { name: "from the dashboard" } });
     expect(key.status, key.text).toBe(201);
-
-    const dashboard = await open("/dashboard", { headers: { cookie } });
-    expect(await dashboard.text()).toBe(build.indexHtml);
+    const signInPage = await open("/sign-in?verified=1");
+    expect(await signInPage.text()).toBe(build.indexHtml);
   });
 
   it("keeps a browser that is already signed in to that account in its session", async () => {
@@ -107,9 +102,24 @@ describe("the emailed verification link", () => {
     const landing = await open(`${link.pathname}${link.search}`, { headers: { cookie: account.cookie } });
     expect(landing.status).toBe(303);
     expect(landing.headers.get("location")).toBe("/dashboard");
-    // The same session, its cookie sent again with the verified state.
-    expect(sessionCookie(landing.headers)).toBe(account.cookie);
+    // The same session, no new one: no other session cookie is set.
+    expect(landing.headers.getSetCookie().filter((value) => !value.startsWith(`${account.cookie};`))).toEqual([]);
+    const session = await request(app.url, "GET", "/auth/get-session", { cookie: account.cookie });
+    expect(session.body.user).toMatchObject({ email: account.email, email_verified: true });
     await createKey(app.url, account);
+  });
+
+  it("does not switch a browser signed in to another account into the link's account", async () => {
+    const mine = await signUp(app.url);
+    const attacker = await signUp(app.url);
+    const link = new URL(await verificationLinkFor(app.outboxDir, attacker.email));
+    const landing = await open(`${link.pathname}${link.search}`, { headers: { cookie: mine.cookie } });
+    expect(landing.status).toBe(303);
+    expect(landing.headers.get("location")).toBe("/sign-in?verified=1");
+    expect(landing.headers.getSetCookie()).toEqual([]);
+    const session = await request(app.url, "GET", "/auth/get-session", { cookie: mine.cookie });
+    expect(session.body.user.email).toBe(mine.email);
+    expect((await app.services.stores.users.findById(attacker.userId))?.emailVerified).toBe(true);
   });
 });
 

@@ -5,9 +5,10 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signUpVerified, type TestAccount } from "../../../test/support/accounts";
+import { signUp, signUpVerified, type TestAccount } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
 import { MemoryOAuthClientProvider } from "../../../test/support/oauth-client";
+import { verificationLinkFor } from "../../../test/support/outbox";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 import { ensureWebBuild } from "../scripts/build-if-stale.mjs";
 import { webAssetsDirectory } from "../src/assets-directory";
@@ -167,8 +168,63 @@ describe("connecting an MCP client through the dashboard", { timeout: 60_000 }, 
     expect(callbacks.length).toBe(before);
   });
 
+  it("the error page shows only its own words for a code, never text from the link (content spoofing)", async () => {
+    const bait = "Your account is locked. Call +1 555 0100 to unlock it";
+    for (const [code, expected] of [
+      ["x", "The app's request could not be completed."],
+      ["invalid_client", "The app is not known to this service"],
+      [bait, "The app's request could not be completed."],
+    ] as const) {
+      const query = new URLSearchParams({ error: code, error_description: bait });
+      await page.goto(`/oauth/error?${query}`);
+      await page.getByRole("heading", { level: 1, name: "The app's request was refused" }).waitFor();
+      await page.getByRole("alert").getByText(expected, { exact: false }).waitFor();
+      expect(await page.locator("body").textContent()).not.toContain("Call +1 555");
+    }
+    await expectAccessible(page, "oauth error, unknown code");
+  });
+
   it("ran without a script error or a CSP violation", () => {
     expect(watched.pageErrors).toEqual([]);
     expect(watched.cspViolations).toEqual([]);
+  });
+});
+
+describe("an attacker's verification link opened from another site (login CSRF)", { timeout: 60_000 }, () => {
+  let attackerSite: Server;
+  afterAll(() => new Promise((resolve) => attackerSite?.close(resolve)));
+
+  it("verifies the attacker's address but signs the visitor's browser into nothing", async () => {
+    // The attacker signs up with an address they own and keeps the link instead of opening it.
+    const attacker = await signUp(app.url);
+    const link = await verificationLinkFor(app.outboxDir, attacker.email);
+    // Their page, on another site (localhost is not the same site as 127.0.0.1), sends the visitor to it.
+    attackerSite = createServer((_req, res) => {
+      res
+        .writeHead(200, { "content-type": "text/html" })
+        .end(`<!doctype html><title>Free credits</title><a id="go" href="${link.replace(/&/g, "&amp;")}">Claim</a>`);
+    });
+    await new Promise<void>((resolve) => attackerSite.listen(0, "127.0.0.1", resolve));
+    const sitePort = (attackerSite.address() as AddressInfo).port;
+
+    // A visitor with no session (a fresh browser profile).
+    const visitor = await openWatchedPage(browser, app.url);
+    try {
+      await visitor.page.goto(`http://localhost:${sitePort}/`);
+      await visitor.page.click("#go");
+      await visitor.page.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+      const landed = new URL(visitor.page.url());
+      expect(landed.pathname).toBe("/sign-in");
+      expect(landed.searchParams.get("verified")).toBe("1");
+      await visitor.page.getByText("Your email address is verified. Sign in to continue.").waitFor();
+      const cookies = await visitor.context.cookies(app.url);
+      expect(cookies.filter((cookie) => cookie.name.includes("session_token"))).toEqual([]);
+      expect((await app.services.stores.users.findById(attacker.userId))?.emailVerified).toBe(true);
+      await expectAccessible(visitor.page, "sign-in, verified notice");
+      expect(visitor.pageErrors).toEqual([]);
+      expect(visitor.cspViolations).toEqual([]);
+    } finally {
+      await visitor.context.close();
+    }
   });
 });

@@ -1,10 +1,12 @@
 import { kyselyAdapter } from "@better-auth/kysely-adapter";
 import type { ClientMetadataResourceFetch } from "@better-auth/oauth-provider";
 import { betterAuth } from "better-auth";
+import { isAPIError } from "better-auth/api";
 import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import { type IdPrefix, newId } from "../lib/ids";
 import type { Logger } from "../lib/logger";
+import type { RateDecision } from "../stores/rate-limits.store";
 import { mcpOAuthPlugins, OAUTH_ERROR_PAGE } from "./mcp-oauth.plugin";
 import { withHashedSessionTokens } from "./session-token-hashing.adapter";
 
@@ -40,7 +42,7 @@ const idPrefixByModel: Record<string, IdPrefix> = {
 
 export interface AuthDependencies {
   db: Db;
-  config: Pick<Config, "publicBaseUrl">;
+  config: Pick<Config, "publicBaseUrl" | "trustProxy">;
   secret: string;
   logger: Logger;
   /** Called after sign-up with the link that verifies the address. */
@@ -48,9 +50,11 @@ export interface AuthDependencies {
   /** Called for a reset request of a registered address, with the dashboard link that carries the token. */
   sendPasswordResetLink(user: { id: string; email: string; name: string }, link: string): Promise<void>;
   /** Called after a password was set from an emailed link: whoever used it controls the address. */
-  passwordWasReset(user: { id: string }): Promise<void>;
+  passwordWasReset(user: { id: string; email: string }): Promise<void>;
   /** For tests: how MCP clients' metadata documents are fetched (by default over the public internet only). */
   fetchClientMetadata?: ClientMetadataResourceFetch;
+  /** Counts a request naming a Client ID Metadata Document against its address's share (see mcp-oauth.plugin.ts). */
+  limitClientMetadataRequest?: (address: string) => Promise<RateDecision>;
 }
 
 /**
@@ -91,7 +95,7 @@ export function createAuth(deps: AuthDependencies) {
       // Whoever held a session (perhaps the reason for the reset) is signed out everywhere.
       revokeSessionsOnPasswordReset: true,
       onPasswordReset: async ({ user }) => {
-        await deps.passwordWasReset({ id: user.id });
+        await deps.passwordWasReset({ id: user.id, email: user.email });
       },
       sendResetPassword: async ({ user, url, token }) => {
         await deps.sendPasswordResetLink(
@@ -105,8 +109,9 @@ export function createAuth(deps: AuthDependencies) {
     emailVerification: {
       sendOnSignUp: true,
       expiresIn: 3 * 24 * 3600,
-      // The emailed link lands the person in the dashboard signed in (the host sends the session cookie on).
-      autoSignInAfterVerification: true,
+      // Never: the link is a bearer credential anyone can send to anyone, so opening it from another site would
+      // sign the visitor's browser into the sender's account (login CSRF). It only verifies; see AccountsService.verifyEmail.
+      autoSignInAfterVerification: false,
       sendVerificationEmail: async ({ user, url }) => {
         await deps.sendVerificationLink({ id: user.id, email: user.email, name: user.name }, url);
       },
@@ -121,9 +126,28 @@ export function createAuth(deps: AuthDependencies) {
       defaultCookieAttributes: { sameSite: "lax", httpOnly: true },
       database: { generateId: ({ model }) => newId(idPrefixByModel[model] ?? "usr") },
     },
-    plugins: [...mcpOAuthPlugins(deps.config.publicBaseUrl, deps.fetchClientMetadata)],
+    plugins: [
+      ...mcpOAuthPlugins(deps.config.publicBaseUrl, {
+        fetchClientMetadata: deps.fetchClientMetadata,
+        // The client's mistake, not ours: a warning, for whoever asks why an app cannot connect.
+        onRefusedDocument: (url, reason) => deps.logger.warn({ clientId: url, reason }, "client metadata document refused"),
+        limitClientMetadataRequest: deps.limitClientMetadataRequest,
+        trustProxy: deps.config.trustProxy,
+      }),
+    ],
     // The dashboard's page, instead of better-auth's own /auth/error, which the host does not serve.
-    onAPIError: { errorURL: `${deps.config.publicBaseUrl}${OAUTH_ERROR_PAGE}` },
+    onAPIError: {
+      errorURL: `${deps.config.publicBaseUrl}${OAUTH_ERROR_PAGE}`,
+      // better-auth would log every refusal (a bad registration, an unknown client) as an error: a client's
+      // mistake is a warning, without a stack; only its own failures are errors.
+      onError: (error) => {
+        const status = isAPIError(error) ? error.statusCode : 500;
+        const detail = isAPIError(error) ? (error.body as { error?: unknown; code?: unknown } | undefined) : undefined;
+        if (status < 500) {
+          deps.logger.warn({ component: "better-auth", status, error: detail?.error ?? detail?.code }, "request refused");
+        } else deps.logger.error({ component: "better-auth", err: error }, "auth request failed");
+      },
+    },
     // Sign-up is rate limited by the accounts service, client registration by the OAuth routes (shared across processes, with Retry-After).
     rateLimit: { enabled: false },
     telemetry: { enabled: false },

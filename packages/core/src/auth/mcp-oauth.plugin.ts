@@ -1,5 +1,5 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { cimd } from "@better-auth/cimd";
-import { fetchClientMetadataResource } from "@better-auth/cimd/node";
 import {
   type ClientMetadataResourceFetch,
   getOAuthProviderApi,
@@ -7,8 +7,11 @@ import {
   oauthProvider,
 } from "@better-auth/oauth-provider";
 import type { BetterAuthPlugin } from "better-auth";
-import { createAuthEndpoint, isAPIError } from "better-auth/api";
+import { APIError, createAuthEndpoint, createAuthMiddleware, isAPIError } from "better-auth/api";
 import { z } from "zod";
+import { guardedFetch } from "../lib/outbound-http";
+import type { RateDecision } from "../stores/rate-limits.store";
+import { checkClientMetadata } from "./client-metadata.policy";
 
 /** The MCP endpoint's path; `{PUBLIC_BASE_URL}/mcp` is the one resource OAuth tokens are issued for (RFC 8707). */
 export const MCP_PATH = "/mcp";
@@ -35,8 +38,42 @@ export const OAUTH_ERROR_PAGE = "/oauth/error";
 export const ACCESS_TOKEN_TTL_SECONDS = 3600;
 export const REFRESH_TOKEN_TTL_SECONDS = 30 * 24 * 3600;
 
-/** How client metadata documents are fetched unless a test says otherwise: the public internet only. */
-export const defaultClientMetadataFetch: ClientMetadataResourceFetch = fetchClientMetadataResource;
+/**
+ * How client metadata documents are fetched unless a test says otherwise: through core's outbound guard
+ * (network-guard.ts, the one list of inside addresses for webhooks, image URLs and these), https only,
+ * resolved once, pinned to the checked address, redirects not followed.
+ */
+export const defaultClientMetadataFetch: ClientMetadataResourceFetch = (input, init) =>
+  guardedFetch(input, init, { allowInsecure: false });
+
+/**
+ * Fetches of metadata documents the whole process may start per minute. It is a ceiling for a flood from
+ * many addresses; each address has its own, much smaller share (`RETOUCH_OAUTH_CLIENT_METADATA_RATE_LIMIT`),
+ * so one cannot spend it for everyone (the plugin's default, 120, was one burst from one address).
+ */
+export const CLIENT_METADATA_FETCHES_PER_MINUTE = 1200;
+
+/** The address of the client whose request better-auth is handling, when the host says it (see `withClientAddress`). */
+const clientAddressScope = new AsyncLocalStorage<string>();
+
+/**
+ * Runs `handle` (the host's call of `auth.handler`) knowing the client's address, as the host worked it out
+ * (socket, or X-Forwarded-For behind a trusted proxy): per-address limits inside better-auth's plugins use it.
+ */
+export function withClientAddress<T>(address: string, handle: () => T): T {
+  return clientAddressScope.run(address, handle);
+}
+
+export interface McpOAuthPluginOptions {
+  /** For tests: how MCP clients' metadata documents are fetched (by default over the public internet only). */
+  fetchClientMetadata?: ClientMetadataResourceFetch | undefined;
+  /** Told why a fetched metadata document was refused (the client's mistake: a warning). */
+  onRefusedDocument?: (url: string, reason: string) => void;
+  /** Counts one request naming a metadata document URL against the address's share (the shared rate-limit store). */
+  limitClientMetadataRequest?: (address: string) => Promise<RateDecision>;
+  /** The host trusts X-Forwarded-For: its first entry is the client's address when no `withClientAddress` scope says. */
+  trustProxy?: boolean;
+}
 
 export function mcpResource(publicBaseUrl: string): string {
   return `${publicBaseUrl}${MCP_PATH}`;
@@ -55,21 +92,22 @@ export function mcpResource(publicBaseUrl: string): string {
  *   /mcp accepts only tokens whose audience it is.
  * - Open dynamic client registration (RFC 7591), limited per address by the
  *   host with the shared rate-limit store (better-auth's in-memory limiter is
- *   off, see auth.ts); PKCE with S256 is required of every client.
+ *   off, see auth.ts); PKCE with S256 is required of every client. What a
+ *   client may register is checked by a hook on the endpoint
+ *   (client-metadata.policy.ts).
  * - Client ID Metadata Documents (`@better-auth/cimd`, the way the MCP
  *   authorization spec prefers): a client whose `client_id` is an https URL
  *   needs no registration; the document there (its name, its redirect URIs)
  *   is fetched at authorization, validated against the MCP profile, cached as
- *   its HTTP caching headers allow, and fetches are paced per client and per
- *   origin. `fetchClientMetadata` is the network boundary: by default the
- *   plugin's Node transport, which resolves the host once, refuses any
- *   non-public address, pins the connection to the checked one and never
- *   follows a redirect.
+ *   its HTTP caching headers allow, and fetches are paced per client, per
+ *   origin, per client address (a hook, in the shared store) and overall.
+ *   `fetchClientMetadata` is the network boundary: by default core's own
+ *   outbound guard, which resolves the host once, refuses any non-public
+ *   address, pins the connection to the checked one and never follows a
+ *   redirect; each document then meets the registration rules.
  */
-export function mcpOAuthPlugins(
-  publicBaseUrl: string,
-  fetchClientMetadata: ClientMetadataResourceFetch = defaultClientMetadataFetch,
-) {
+export function mcpOAuthPlugins(publicBaseUrl: string, options: McpOAuthPluginOptions = {}) {
+  const fetchClientMetadata = options.fetchClientMetadata ?? defaultClientMetadataFetch;
   const resource = mcpResource(publicBaseUrl);
   const provider = oauthProvider({
     scopes: OAUTH_SCOPES,
@@ -94,8 +132,128 @@ export function mcpOAuthPlugins(
     // Per address, in the shared store, by the host: see oauth.routes.ts.
     rateLimit: { token: false, authorize: false, introspect: false, revoke: false, register: false, userinfo: false },
   });
-  const clientMetadataDocuments = cimd({ fetchClientMetadataResource: fetchClientMetadata, metadataProfile: "mcp-2026-07-28" });
-  return [provider, clientMetadataDocuments, mcpTokenVerifier(provider.options)] as const;
+  const clientMetadataDocuments = cimd({
+    fetchClientMetadataResource: withCheckedClientMetadata(fetchClientMetadata, options.onRefusedDocument),
+    metadataProfile: "mcp-2026-07-28",
+    metadataFetchPolicy: { maximumFetchesPerMinute: CLIENT_METADATA_FETCHES_PER_MINUTE },
+  });
+  return [
+    provider,
+    clientMetadataDocuments,
+    registrationPolicy(),
+    clientMetadataBudget(options),
+    mcpTokenVerifier(provider.options),
+  ] as const;
+}
+
+/** A `client_id` that is a metadata document's URL (the plugin fetches those; registered ids are opaque). */
+function metadataDocumentClientId(ctx: { query?: unknown; body?: unknown }): string | undefined {
+  for (const source of [ctx.query, ctx.body]) {
+    const clientId = (source as { client_id?: unknown } | undefined)?.client_id;
+    if (typeof clientId === "string" && clientId.startsWith("https://")) return clientId;
+  }
+  return undefined;
+}
+
+/**
+ * Each client address's share of metadata document fetches, counted before
+ * the plugin spends its global budget: every OAuth request naming an https
+ * `client_id` counts (a cached document too: the plugin's cache is not
+ * visible from here, and a real client makes a few such requests per
+ * connection). Past the share: 429 `temporarily_unavailable` with
+ * Retry-After. Without a known address (no scope, no trusted proxy) only the
+ * global ceiling applies.
+ */
+function clientMetadataBudget(options: McpOAuthPluginOptions) {
+  const limit = options.limitClientMetadataRequest;
+  return {
+    id: "retouch-client-metadata-budget",
+    hooks: {
+      before: [
+        {
+          matcher: (context) => limit !== undefined && (context.path?.startsWith("/oauth2/") ?? false),
+          handler: createAuthMiddleware(async (ctx) => {
+            if (!limit || !metadataDocumentClientId(ctx)) return;
+            const forwarded = options.trustProxy ? ctx.headers?.get("x-forwarded-for")?.split(",")[0]?.trim() : undefined;
+            const address = clientAddressScope.getStore() ?? (forwarded || undefined);
+            if (!address) return;
+            const decision = await limit(address);
+            if (!decision.allowed) {
+              throw new APIError(
+                "TOO_MANY_REQUESTS",
+                {
+                  error: "temporarily_unavailable",
+                  error_description:
+                    "Too many requests for apps known by a URL from this address; retry after the time given in Retry-After.",
+                },
+                { "Retry-After": String(decision.retryAfterSeconds) },
+              );
+            }
+          }),
+        },
+      ],
+    },
+  } satisfies BetterAuthPlugin;
+}
+
+/** better-auth's path (under the auth base path) of dynamic client registration. */
+const REGISTER_PATH = "/oauth2/register";
+
+/**
+ * Retouch's rules for what a client registers (client-metadata.policy.ts),
+ * before better-auth's own checks: a hook on the endpoint itself, so they hold
+ * however the route is mounted or called. Refusals are RFC 7591 §3.2.2 errors,
+ * in better-auth's own shape (400, `error`, `error_description`).
+ */
+function registrationPolicy() {
+  return {
+    id: "retouch-client-registration-policy",
+    hooks: {
+      before: [
+        {
+          matcher: (context) => context.path === REGISTER_PATH,
+          handler: createAuthMiddleware(async (ctx) => {
+            const refusal = checkClientMetadata(ctx.body);
+            if (refusal) {
+              throw new APIError("BAD_REQUEST", { error: refusal.error, error_description: refusal.description });
+            }
+          }),
+        },
+      ],
+    },
+  } satisfies BetterAuthPlugin;
+}
+
+/**
+ * The same rules for a Client ID Metadata Document, applied to the document
+ * as fetched. The plugin turns any failure of its transport into one generic
+ * `invalid_client`, so a refused document is answered to it as a 422 (the
+ * authorization request is refused); `onRefused` says why, for the operator.
+ */
+export function withCheckedClientMetadata(
+  fetchResource: ClientMetadataResourceFetch,
+  onRefused: (url: string, reason: string) => void = () => {},
+): ClientMetadataResourceFetch {
+  return async (input, init) => {
+    const response = await fetchResource(input, init);
+    if (response.status !== 200) return response;
+    // The transport and the plugin cap the size; the document is small JSON (jwks_uri answers pass through unchanged).
+    const text = await response.text();
+    let document: unknown;
+    try {
+      document = JSON.parse(text);
+    } catch {
+      document = undefined;
+    }
+    const isClientDocument =
+      typeof document === "object" && document !== null && ("redirect_uris" in document || "client_name" in document);
+    const refusal = isClientDocument ? checkClientMetadata(document) : undefined;
+    if (refusal) {
+      onRefused(input instanceof Request ? input.url : String(input), `${refusal.error}: ${refusal.description}`);
+      return new Response(null, { status: 422 });
+    }
+    return new Response(text, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
 }
 
 type ProviderOptions = ReturnType<typeof oauthProvider>["options"];

@@ -119,6 +119,7 @@ const envSchema = z.object({
   RETOUCH_SIGNIN_FAILURES_PER_ADDRESS: rateLimit.default({ count: 10, windowMs: 900_000 }),
   RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT: rateLimit.default({ count: 50, windowMs: 900_000 }),
   RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT: rateLimit.default({ count: 10, windowMs: 3_600_000 }),
+  RETOUCH_OAUTH_CLIENT_METADATA_RATE_LIMIT: rateLimit.default({ count: 30, windowMs: 60_000 }),
   RETOUCH_TRUST_PROXY: booleanFlag,
   RETOUCH_CORS_ORIGINS: originList.default([]),
   RETOUCH_WEBHOOK_ALLOW_INSECURE: booleanFlag,
@@ -203,6 +204,12 @@ export interface Config {
   signInFailuresPerAccount: { count: number; windowMs: number };
   /** MCP clients' dynamic registrations (RFC 7591) allowed from one address per window; then 429 with Retry-After. */
   oauthRegistrationRateLimit: { count: number; windowMs: number };
+  /**
+   * OAuth requests naming a Client ID Metadata Document (an https `client_id`, which may make the server fetch
+   * it) allowed from one address per window; then 429 with Retry-After. Each address gets its share, so one
+   * cannot spend the fetch budget every new client needs (under a global ceiling, see mcp-oauth.plugin.ts).
+   */
+  oauthClientMetadataRateLimit: { count: number; windowMs: number };
   trustProxy: boolean;
   /** Browser origins whose pages may call the API with a key (CORS, never with credentials); none by default. */
   corsOrigins: string[];
@@ -353,6 +360,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     signInFailuresPerAddress: e.RETOUCH_SIGNIN_FAILURES_PER_ADDRESS,
     signInFailuresPerAccount: e.RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT,
     oauthRegistrationRateLimit: e.RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT,
+    oauthClientMetadataRateLimit: e.RETOUCH_OAUTH_CLIENT_METADATA_RATE_LIMIT,
     trustProxy: e.RETOUCH_TRUST_PROXY,
     corsOrigins: e.RETOUCH_CORS_ORIGINS,
     webhookAllowInsecure: e.RETOUCH_WEBHOOK_ALLOW_INSECURE,

@@ -1,6 +1,7 @@
 import http, { type IncomingMessage, type RequestOptions } from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
+import { Readable } from "node:stream";
 import { checkOutboundUrl, type UrlVerdict } from "./network-guard";
 
 export class OutboundRefusedError extends Error {
@@ -256,5 +257,56 @@ function readBody(response: IncomingMessage, options: FetchOptions): Promise<Buf
     response.on("close", () => {
       if (!response.complete) reject(new OutboundFetchError("unreachable", "the download broke off before the end"));
     });
+  });
+}
+
+/** Statuses whose answer has no body (a Response refuses one). */
+const BODYLESS_STATUSES = new Set([204, 205, 304]);
+
+/**
+ * A Fetch-shaped GET (or HEAD) through the same guard as webhooks and image
+ * URLs: `checkOutboundUrl` resolves the host once and refuses any address that
+ * is not public (network-guard.ts, the one list of what is inside), the
+ * connection is pinned to the checked address with TLS verified against the
+ * host name, and a redirect is answered as it is, never followed. For seams
+ * that want a `fetch` (better-auth's Client ID Metadata Document transport);
+ * the caller bounds the body and the time (through `init.signal`).
+ */
+export async function guardedFetch(
+  input: Request | string | URL,
+  init: RequestInit | undefined,
+  options: { allowInsecure: boolean; resolve?: (host: string) => Promise<string[]> },
+): Promise<Response> {
+  const asked = new Request(input, init);
+  if (asked.method !== "GET" && asked.method !== "HEAD")
+    throw new TypeError(`only GET and HEAD are fetched, not ${asked.method}`);
+  const verdict = await checkOutboundUrl(asked.url, {
+    allowInsecure: options.allowInsecure,
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  });
+  if (!verdict.ok) throw new OutboundRefusedError(`${asked.url} ${verdict.reason}`);
+  const url = new URL(asked.url);
+  const client = url.protocol === "https:" ? https : http;
+  const headers = Object.fromEntries(asked.headers.entries());
+  const signal = init?.signal ?? undefined;
+  return new Promise<Response>((resolve, reject) => {
+    const request = client.request(
+      url,
+      { method: asked.method, headers, ...(signal ? { signal } : {}), ...pinnedTo(url, verdict.addresses[0] as string) },
+      (response) => {
+        const status = response.statusCode ?? 502;
+        const answerHeaders = new Headers();
+        for (const [name, value] of Object.entries(response.headers)) {
+          for (const item of ([] as Array<string | undefined>).concat(value))
+            if (item !== undefined) answerHeaders.append(name, item);
+        }
+        const bodyless = asked.method === "HEAD" || BODYLESS_STATUSES.has(status);
+        if (bodyless) response.resume();
+        const body = bodyless ? null : (Readable.toWeb(response) as ReadableStream<Uint8Array>);
+        resolve(new Response(body, { status, statusText: response.statusMessage ?? "", headers: answerHeaders }));
+      },
+    );
+    request.once("error", reject);
+    request.end();
   });
 }

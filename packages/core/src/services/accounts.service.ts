@@ -17,6 +17,11 @@ import type { ProfilesService } from "./profiles.service";
  */
 const MAILS_PER_RECIPIENT = { limit: 5, windowMs: 3_600_000 };
 
+/** The rate-limit key of failed sign-ins to one account (per address is `sign-in:address:<ip>`). */
+export function signInAccountKey(email: string): string {
+  return `sign-in:account:${email.trim().toLowerCase()}`;
+}
+
 export interface SignUpInput {
   email: string;
   password: string;
@@ -41,8 +46,12 @@ export interface SessionState {
 }
 
 export type EmailVerificationOutcome =
-  /** `setCookie`: the session cookie that signs the person in (better-auth's autoSignInAfterVerification). */
-  { verified: true; email: string | undefined; setCookie: string[] } | { verified: false; reason: "expired" | "invalid" };
+  /**
+   * `signedIn`: the browser already holds a session of this same account (it stays in it; `setCookie` carries
+   * that session's refreshed cookie, if any). Otherwise the person is asked to sign in: the link never opens a session.
+   */
+  | { verified: true; email: string | undefined; signedIn: boolean; setCookie: string[] }
+  | { verified: false; reason: "expired" | "invalid" };
 
 /** better-auth's error code of an APIError, if that is what was thrown. */
 function authErrorCode(error: unknown): string | undefined {
@@ -96,7 +105,7 @@ export class AccountsService {
    */
   async signIn(input: SignInInput, request: RequestInfo): Promise<SessionResult> {
     const { signInFailuresPerAddress: perAddress, signInFailuresPerAccount: perAccount } = this.deps.config;
-    const keys = [`sign-in:address:${request.ip}`, `sign-in:account:${input.email.trim().toLowerCase()}`];
+    const keys = [`sign-in:address:${request.ip}`, signInAccountKey(input.email)];
     const at = Date.now();
     const attempt = await this.deps.rateLimits.hitAll(
       [
@@ -213,7 +222,11 @@ export class AccountsService {
     return { ok: true };
   }
 
-  /** Sets the new password from an emailed token (once); every session of the account is revoked. */
+  /**
+   * Sets the new password from an emailed token (once). better-auth revokes every session of the account
+   * (revokeSessionsOnPasswordReset); `passwordWasReset` (services.ts) revokes its apps' OAuth tokens and
+   * lifts the per-account sign-in lock.
+   */
   async resetPassword(input: { token: string; newPassword: string }): Promise<{ ok: true }> {
     try {
       await this.deps.auth.api.resetPassword({
@@ -265,23 +278,26 @@ export class AccountsService {
     };
   }
 
-  /** Checks the token from a verification link, marks the address verified and opens a session for it. */
+  /**
+   * Checks the token from a verification link and marks the address verified. It opens no session: whoever
+   * holds the link (an attacker's own, sent to a victim) must not sign the browser that opens it into that
+   * account. A browser already signed in to the same account stays signed in; any other is asked to sign in.
+   */
   async verifyEmail(token: string, headers: Headers): Promise<EmailVerificationOutcome> {
     try {
-      const { headers: responseHeaders } = await this.deps.auth.api.verifyEmail({
-        query: { token },
-        headers,
-        returnHeaders: true,
-      });
-      const email = this.emailInToken(token);
-      this.deps.logger.info({ email }, "email verified");
-      return { verified: true, email, setCookie: responseHeaders.getSetCookie() };
+      // No cookies passed: better-auth verifies the token alone, whoever opens it.
+      await this.deps.auth.api.verifyEmail({ query: { token }, headers: new Headers() });
     } catch (error) {
       const code = authErrorCode(error);
       if (code === "TOKEN_EXPIRED") return { verified: false, reason: "expired" };
       if (isAPIError(error)) return { verified: false, reason: "invalid" };
       throw error;
     }
+    const email = this.emailInToken(token);
+    this.deps.logger.info({ email }, "email verified");
+    const { state, setCookie } = await this.currentSession(headers);
+    const signedIn = state !== null && email !== undefined && state.user.email.toLowerCase() === email.toLowerCase();
+    return { verified: true, email, signedIn, setCookie: signedIn ? setCookie : [] };
   }
 
   /** The verification token is a signed JWT; its payload names the address (already checked by better-auth). */

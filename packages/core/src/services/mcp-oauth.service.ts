@@ -1,7 +1,7 @@
 import type { ResourceServerMetadata } from "@better-auth/oauth-provider";
 import type { z } from "zod";
 import type { Auth } from "../auth/auth";
-import { MCP_SCOPE, type McpTokenCheck, mcpResource, OAUTH_SCOPES } from "../auth/mcp-oauth.plugin";
+import { MCP_SCOPE, type McpTokenCheck, mcpResource, OAUTH_SCOPES, withClientAddress } from "../auth/mcp-oauth.plugin";
 import type { Config } from "../config/env";
 import { RetouchError } from "../errors/retouch-error";
 import type { connectedApp } from "../schemas/connected-apps.schemas";
@@ -28,6 +28,16 @@ export class McpOAuthService {
     },
   ) {
     this.resource = mcpResource(deps.config.publicBaseUrl);
+  }
+
+  /**
+   * Hands one OAuth protocol request to better-auth's handler, with the
+   * client's address as the host worked it out: the per-address share of
+   * metadata document fetches (mcp-oauth.plugin.ts) counts by it. Without it
+   * that share can only use X-Forwarded-For behind a trusted proxy.
+   */
+  handle(request: Request, clientAddress: string): Promise<Response> {
+    return withClientAddress(clientAddress, () => this.deps.auth.handler(request));
   }
 
   /**

@@ -18,7 +18,7 @@ import { ProfilesStore } from "../stores/profiles.store";
 import { RateLimitsStore } from "../stores/rate-limits.store";
 import { UsersStore } from "../stores/users.store";
 import { WebhookDeliveriesStore } from "../stores/webhook-deliveries.store";
-import { AccountsService } from "./accounts.service";
+import { AccountsService, signInAccountKey } from "./accounts.service";
 import { AdminService } from "./admin.service";
 import { ApiKeysService } from "./api-keys.service";
 import { CapabilitiesService } from "./capabilities.service";
@@ -75,6 +75,11 @@ export function createServices(deps: ServiceDependencies) {
     secret: deps.authSecret,
     logger,
     ...(deps.fetchClientMetadata ? { fetchClientMetadata: deps.fetchClientMetadata } : {}),
+    limitClientMetadataRequest: (address) =>
+      stores.rateLimits.hit(`oauth-client-metadata:${address}`, {
+        limit: config.oauthClientMetadataRateLimit.count,
+        windowMs: config.oauthClientMetadataRateLimit.windowMs,
+      }),
     sendVerificationLink: async (user, link) => {
       const { location } = await mailer.send(verificationEmail(user, link));
       // Without SMTP the developer reads the link here (or in the .eml file).
@@ -92,8 +97,15 @@ export function createServices(deps: ServiceDependencies) {
         })
         .catch((error: unknown) => logger.error({ err: error, userId: user.id }, "could not send a password reset email"));
     },
-    // The reset link came to the address: using it proves the address as a verification link does.
-    passwordWasReset: (user) => stores.users.markEmailVerified(user.id),
+    passwordWasReset: async (user) => {
+      // The reset link came to the address: using it proves the address as a verification link does.
+      await stores.users.markEmailVerified(user.id);
+      // Whoever had the old password may have connected an app: its tokens would outlive the sessions.
+      const revoked = await stores.oauthGrants.revokeTokensForUser(user.id);
+      // The lock guarded the old password; the owner just proved control of the address and must get in at once.
+      await stores.rateLimits.clear([signInAccountKey(user.email)]);
+      logger.info({ userId: user.id, oauthTokensRevoked: revoked }, "password reset: OAuth tokens revoked, sign-in lock lifted");
+    },
   });
   const profiles = new ProfilesService(stores.profiles, config);
   const jobsService = new JobsService(

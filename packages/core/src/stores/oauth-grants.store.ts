@@ -74,6 +74,27 @@ export class OAuthGrantsStore {
   }
 
   /**
+   * Revokes every OAuth access and refresh token the person holds, for every
+   * app (a password reset: whoever took the account may have connected one).
+   * Consents stay: the person's own apps ask them to sign in again, not to re-approve.
+   */
+  async revokeTokensForUser(userId: string, now = new Date()): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      let revoked = 0;
+      for (const table of ["oauthAccessToken", "oauthRefreshToken"] as const) {
+        const result = await trx
+          .updateTable(table)
+          .set({ revoked: now })
+          .where("userId", "=", userId)
+          .where("revoked", "is", null)
+          .executeTakeFirst();
+        revoked += Number(result.numUpdatedRows);
+      }
+      return revoked;
+    });
+  }
+
+  /**
    * Deletes access and refresh tokens that expired before `before`: every
    * refresh adds a pair, and nothing else ever removes them. Each app's newest
    * access token per person stays (detached from its refresh token), since

@@ -79,6 +79,12 @@ export class RateLimitsStore {
     `.execute(this.db);
   }
 
+  /** Forgets every event of these keys: the limit starts afresh. */
+  async clear(keys: string[]): Promise<void> {
+    if (keys.length === 0) return;
+    await this.db.deleteFrom("rate_limit_events").where("key", "in", keys).execute();
+  }
+
   /** Forgets keys whose newest event is older than `cutoff`. */
   async deleteOlderThan(cutoff: Date): Promise<number> {
     const result = await sql`

@@ -15,6 +15,8 @@ function safeNext(next: string | null): string {
 const NOTICES: Record<string, string> = {
   signed_out: "You are signed out.",
   reset: "Your password is changed. Sign in with the new one.",
+  // The verification link only verifies (it signs no one in: see the server's verify-email page).
+  verified: "Your email address is verified. Sign in to continue.",
 };
 
 export function SignInPage() {
