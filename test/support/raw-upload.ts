@@ -75,4 +75,3 @@ export function rawUpload(baseUrl: string, upload: RawUpload): Promise<RawAnswer
     pump();
   });
 }
-

@@ -124,7 +124,13 @@ function announce(key: string, address: string, size: number): Promise<RawAnswer
       const parts: Buffer[] = [];
       res.on("data", (part: Buffer) => parts.push(part));
       res.on("end", () => {
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(Buffer.concat(parts).toString()), sent: 0, continued: false });
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: JSON.parse(Buffer.concat(parts).toString()),
+          sent: 0,
+          continued: false,
+        });
         req.destroy();
       });
     });

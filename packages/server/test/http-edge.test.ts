@@ -2,8 +2,8 @@ import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount, signUp, uniqueEmail } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
-import { type RawAnswer, rawUpload } from "../../../test/support/raw-upload";
 import { base64, productPhoto } from "../../../test/support/images";
+import { type RawAnswer, rawUpload } from "../../../test/support/raw-upload";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
