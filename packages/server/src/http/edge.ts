@@ -136,6 +136,8 @@ export function createEdge(services: Services, options: EdgeOptions): Middleware
   function logRefusal(log: Logger, c: HttpContext, domain: RetouchError, error: unknown): void {
     // A client's mistake (or a full budget) is a warning, without a stack: clients must not be able to write errors.
     const line = { requestId: c.var.requestId, method: c.req.method, path: c.req.path, status: domain.status, code: domain.code };
+    // Missing credentials and cross-site requests are everyday traffic: the request's own log line says all there is.
+    if (domain.code === "unauthorized" || domain.code === "cross_site_request") return;
     if (domain.code === "service_unavailable") log.warn({ ...line, bodyBytesInFlight: budget.usedBytes }, "body budget full");
     else if (isClientError(domain)) log.warn(line, `refused at the edge: ${domain.message}`);
     else log.error({ ...line, err: error }, "request refused at the edge");
