@@ -61,6 +61,22 @@ describe("parseConfig", () => {
     );
   });
 
+  it("splits the body allowance: public routes' own, per address, and an idle timeout", () => {
+    const defaults = parseConfig({});
+    expect(defaults.publicBodyBytesInFlight).toBe(16 * 1024 * 1024);
+    expect(defaults.bodyBytesPerAddress).toBe(128 * 1024 * 1024);
+    expect(defaults.bodyIdleTimeoutMs).toBe(10_000);
+    // Never less than one full-size request per address.
+    expect(parseConfig({ RETOUCH_MAX_BODY_BYTES_IN_FLIGHT: String(150 * 1024 * 1024) }).bodyBytesPerAddress).toBe(
+      100 * 1024 * 1024,
+    );
+    expect(parseConfig({ RETOUCH_BODY_IDLE_TIMEOUT: "3s" }).bodyIdleTimeoutMs).toBe(3_000);
+    expect(problemsOf({ RETOUCH_MAX_REQUEST_BYTES: "2000000", RETOUCH_BODY_BYTES_PER_ADDRESS: "1000000" })).toMatch(
+      /RETOUCH_BODY_BYTES_PER_ADDRESS: 1000000 is below RETOUCH_MAX_REQUEST_BYTES/,
+    );
+    expect(problemsOf({ RETOUCH_PUBLIC_BODY_BYTES_IN_FLIGHT: "1000000" })).toMatch(/RETOUCH_PUBLIC_BODY_BYTES_IN_FLIGHT/);
+  });
+
   it("limits failed sign-ins per address and per account", () => {
     expect(parseConfig({})).toMatchObject({
       signInFailuresPerAddress: { count: 10, windowMs: 900_000 },

@@ -3,80 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount, signUp, uniqueEmail } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
+import { type RawAnswer, rawUpload } from "../../../test/support/raw-upload";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
  * The host's checks before any adapter, over real HTTP with raw requests
  * (so a test controls exactly how much of a body is sent, and when).
  */
-
-interface RawAnswer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: any;
-  /** Body bytes the client had written when the answer came. */
-  sent: number;
-  /** Whether the server sent `100 Continue`. */
-  continued: boolean;
-}
-
-interface RawUpload {
-  path: string;
-  headers?: Record<string, string>;
-  /** Announced `Content-Length`; omitted: the body is chunked. */
-  declared?: number;
-  /** Body bytes written, or until the answer comes; the body is never ended. */
-  send: number;
-}
-
-/** Sends headers and part of a body, then waits for the answer without sending more. */
-function rawUpload(baseUrl: string, upload: RawUpload): Promise<RawAnswer> {
-  return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = { "content-type": "application/json", ...upload.headers };
-    if (upload.declared !== undefined) headers["content-length"] = String(upload.declared);
-    const req = http.request(`${baseUrl}${upload.path}`, { method: "POST", headers });
-    let sent = 0;
-    let answered = false;
-    let continued = false;
-    const chunk = Buffer.alloc(64 * 1024, "A");
-    req.on("continue", () => {
-      continued = true;
-    });
-    req.on("response", (res) => {
-      answered = true;
-      const parts: Buffer[] = [];
-      res.on("data", (part: Buffer) => parts.push(part));
-      res.on("end", () => {
-        const text = Buffer.concat(parts).toString("utf8");
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body: text ? JSON.parse(text) : undefined,
-          sent,
-          continued,
-        });
-        req.destroy();
-      });
-    });
-    // Once answered, the server closes the connection under a client still writing: that is the point.
-    req.on("error", (error) => {
-      if (!answered) reject(error);
-    });
-    req.flushHeaders();
-    if (headers.expect) return;
-    const pump = () => {
-      while (!answered && sent < upload.send) {
-        const piece = chunk.subarray(0, Math.min(chunk.length, upload.send - sent));
-        sent += piece.length;
-        if (!req.write(piece)) {
-          req.once("drain", pump);
-          return;
-        }
-      }
-    };
-    pump();
-  });
-}
 
 const NINETY_MB = 90 * 1024 * 1024;
 const SUBMISSION_LIMIT = 2 * 1024 * 1024;
@@ -343,7 +276,7 @@ describe("the byte budget across bodies in flight", () => {
     return Buffer.from(json + " ".repeat(size - Buffer.byteLength(json)));
   };
 
-  /** Announces `size` bytes with `Expect: 100-continue`; resolves once the server has taken them into its budget. */
+  /** Announces `size` bytes with `Expect: 100-continue`; resolves once the server has agreed to read them. */
   function admittedUpload(size: number) {
     const req = http.request(`${small.url}/api/process`, {
       method: "POST",
@@ -363,23 +296,65 @@ describe("the byte budget across bodies in flight", () => {
     });
     const admitted = new Promise<void>((resolve) => req.once("continue", () => resolve()));
     req.flushHeaders();
-    return { admitted, answer, finish: (body: Buffer) => req.end(body) };
+    return {
+      admitted,
+      answer,
+      /** Writes part of the body; resolves once it has left for the server. */
+      send: (part: Buffer) => new Promise<void>((resolve) => req.write(part, () => resolve())),
+      finish: (body: Buffer) => req.end(body),
+    };
   }
 
-  it("refuses a body that does not fit with 503 and Retry-After, lets small ones through, and frees the room after", async () => {
+  /** Announces `size` bytes: 503 when they cannot fit, or "admitted" (then abandoned at once). */
+  function announce(size: number): Promise<RawAnswer | "admitted"> {
+    return new Promise((resolve, reject) => {
+      const req = http.request(`${small.url}/api/process`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${owner.key}`,
+          "content-type": "application/json",
+          "content-length": String(size),
+          expect: "100-continue",
+        },
+      });
+      req.on("continue", () => {
+        req.destroy();
+        resolve("admitted");
+      });
+      req.on("response", (res) => {
+        const parts: Buffer[] = [];
+        res.on("data", (part: Buffer) => parts.push(part));
+        res.on("end", () => {
+          const text = Buffer.concat(parts).toString("utf8");
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text), sent: 0, continued: false });
+          req.destroy();
+        });
+      });
+      req.on("error", (error) => {
+        if (!req.destroyed) reject(error);
+      });
+      req.flushHeaders();
+    });
+  }
+
+  it("counts bytes as they arrive: an announced length takes no room, received bytes do", async () => {
     const size = 1_000_000;
     const first = admittedUpload(size);
     await first.admitted;
+    // Announced and admitted, nothing sent: the room is untouched, a second announcement of the same size fits.
+    expect(await announce(size)).toBe("admitted");
 
-    // Room left: 1.5 MiB - 1,000,000 bytes. Another announced 1,000,000 bytes does not fit: refused unread.
-    const refused = await rawUpload(small.url, {
-      path: "/api/process",
-      headers: { authorization: `Bearer ${owner.key}`, expect: "100-continue" },
-      declared: size,
-      send: 0,
-    });
+    // Once all but the last byte of the first body has arrived, another 1,000,000 bytes cannot fit (1.5 MiB in all):
+    // refused before it is sent. Asked again until the server has read what the first one sent.
+    const body = paddedSubmission(size);
+    await first.send(body.subarray(0, size - 1));
+    let refused: RawAnswer | "admitted" = "admitted";
+    for (let attempt = 0; attempt < 50 && refused === "admitted"; attempt++) {
+      refused = await announce(size);
+      if (refused === "admitted") await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    if (refused === "admitted") throw new Error("the first body's bytes never took room");
     expect(refused.status).toBe(503);
-    expect(refused.continued).toBe(false);
     expect(refused.body).toEqual({ code: "service_unavailable", message: expect.stringMatching(/Retry-After/) });
     expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
 
@@ -398,8 +373,8 @@ describe("the byte budget across bodies in flight", () => {
     const created = await request(small.url, "POST", "/api/keys", { key: owner.key, body: { name: "while busy" } });
     expect(created.status).toBe(201);
 
-    // The first upload completes normally; once answered, its share is free again.
-    first.finish(paddedSubmission(size));
+    // The first upload completes normally; once read, its share is free again.
+    first.finish(body.subarray(size - 1));
     expect(await first.answer).toBe(200);
     const next = admittedUpload(size);
     await next.admitted;

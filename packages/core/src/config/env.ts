@@ -141,6 +141,14 @@ const envSchema = z.object({
     .min(1024)
     .default(100 * 1024 * 1024),
   RETOUCH_MAX_BODY_BYTES_IN_FLIGHT: z.coerce.number().int().min(1024).optional(),
+  // At least 4 MiB: an address may hold a quarter of it, and a public body may be 1 MiB.
+  RETOUCH_PUBLIC_BODY_BYTES_IN_FLIGHT: z.coerce
+    .number()
+    .int()
+    .min(4 * 1024 * 1024)
+    .default(16 * 1024 * 1024),
+  RETOUCH_BODY_BYTES_PER_ADDRESS: z.coerce.number().int().min(1024).optional(),
+  RETOUCH_BODY_IDLE_TIMEOUT: duration.default(10_000),
   RETOUCH_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   RETOUCH_JOB_LOCK_LIFETIME: duration.default(30_000),
   RETOUCH_JOB_TIMEOUT: duration.default(600_000),
@@ -234,10 +242,22 @@ export interface Config {
   /** Largest request body of POST /api/process (a whole batch). */
   maxRequestBytes: number;
   /**
-   * Request bytes the host holds at once, across every body being read or
-   * handled; a body that does not fit is refused with 503 rather than buffered.
+   * Body bytes the host holds at once for authenticated requests, counted as
+   * they arrive and given back once the body is parsed; a body that does not
+   * fit is refused with 503 rather than buffered.
    */
   maxBodyBytesInFlight: number;
+  /**
+   * Body bytes held at once by requests on public routes (sign-up, sign-in,
+   * OAuth endpoints): an allowance of their own, beside
+   * `maxBodyBytesInFlight`, so unauthenticated traffic never takes the room of
+   * authenticated uploads. One address may hold a quarter of it.
+   */
+  publicBodyBytesInFlight: number;
+  /** Body bytes one client address may hold at once in `maxBodyBytesInFlight` (at least `maxRequestBytes`). */
+  bodyBytesPerAddress: number;
+  /** A body that sends no byte for this long is answered 408 and its connection closed. */
+  bodyIdleTimeoutMs: number;
   /** Jobs one worker process edits at the same time (one thread each). */
   workerConcurrency: number;
   /** A job whose worker stops renewing its lock for this long is picked up by another worker. */
@@ -315,6 +335,12 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       `RETOUCH_MAX_BODY_BYTES_IN_FLIGHT: ${bodyBudget} is below RETOUCH_MAX_REQUEST_BYTES (${maxRequestBytes}); no full-size request could ever be read`,
     );
   }
+  const perAddress = result.data?.RETOUCH_BODY_BYTES_PER_ADDRESS;
+  if (maxRequestBytes !== undefined && perAddress !== undefined && perAddress < maxRequestBytes) {
+    problems.push(
+      `RETOUCH_BODY_BYTES_PER_ADDRESS: ${perAddress} is below RETOUCH_MAX_REQUEST_BYTES (${maxRequestBytes}); no full-size request could ever be read`,
+    );
+  }
   const catalog = readCatalog(defined.RETOUCH_MODEL_CATALOG, baseDir, problems);
   // Files are checked here rather than in the schema because relative paths resolve against baseDir.
   const backgroundSetting = defined.RETOUCH_BACKGROUND_MODEL;
@@ -342,6 +368,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const e = result.data;
   const dataDir = path.resolve(baseDir, e.RETOUCH_DATA_DIR);
+  // Default: two full-size requests at once, and never less than 256 MiB.
+  const bodyBytesInFlight = e.RETOUCH_MAX_BODY_BYTES_IN_FLIGHT ?? Math.max(256 * 1024 * 1024, 2 * e.RETOUCH_MAX_REQUEST_BYTES);
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, "");
   return {
     nodeEnv: e.NODE_ENV,
@@ -373,8 +401,12 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     shutdownTimeoutMs: e.RETOUCH_SHUTDOWN_TIMEOUT,
     maxImageBytes: e.RETOUCH_MAX_IMAGE_BYTES,
     maxRequestBytes: e.RETOUCH_MAX_REQUEST_BYTES,
-    // Default: two full-size requests at once, and never less than 256 MiB.
-    maxBodyBytesInFlight: e.RETOUCH_MAX_BODY_BYTES_IN_FLIGHT ?? Math.max(256 * 1024 * 1024, 2 * e.RETOUCH_MAX_REQUEST_BYTES),
+    maxBodyBytesInFlight: bodyBytesInFlight,
+    publicBodyBytesInFlight: e.RETOUCH_PUBLIC_BODY_BYTES_IN_FLIGHT,
+    // Default: half the allowance (one address never takes it all), and always one full-size request.
+    bodyBytesPerAddress:
+      e.RETOUCH_BODY_BYTES_PER_ADDRESS ?? Math.max(e.RETOUCH_MAX_REQUEST_BYTES, Math.floor(bodyBytesInFlight / 2)),
+    bodyIdleTimeoutMs: e.RETOUCH_BODY_IDLE_TIMEOUT,
     workerConcurrency: e.RETOUCH_WORKER_CONCURRENCY,
     jobLockLifetimeMs: e.RETOUCH_JOB_LOCK_LIFETIME,
     jobTimeoutMs: e.RETOUCH_JOB_TIMEOUT,

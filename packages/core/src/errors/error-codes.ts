@@ -36,6 +36,10 @@ export const ERROR_CODES = {
   signed_url_invalid: { status: 403, message: "This link is invalid or has expired; request a fresh result URL." },
   not_found: { status: 404, message: "The requested resource does not exist." },
   method_not_allowed: { status: 405, message: "This method is not allowed on this path." },
+  request_timeout: {
+    status: 408,
+    message: "The request body stopped arriving; send it again without pausing.",
+  },
   payload_too_large: { status: 413, message: "The request body is too large." },
   unsupported_media_type: { status: 415, message: "Send the body as JSON with `Content-Type: application/json`." },
   email_already_registered: { status: 422, message: "An account with this email address already exists; sign in instead." },

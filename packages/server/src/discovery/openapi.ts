@@ -61,6 +61,7 @@ const STATUS_TEXT: Record<number, string> = {
   402: "Not enough credits",
   403: "Forbidden",
   404: "Not found",
+  408: "The request body stopped arriving",
   413: "Request body too large",
   415: "Body must be JSON",
   422: "Unprocessable",
@@ -314,8 +315,10 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
         ...((meta.auth === "key_or_session" && method !== "get") || (method === "post" && path.startsWith(`${AUTH_BASE_PATH}/`))
           ? (["cross_site_request"] as const)
           : []),
-        // The host's checks before the body: size, type, and room among the bodies in flight (503).
-        ...(hasBody ? (["invalid_json", "payload_too_large", "unsupported_media_type", "service_unavailable"] as const) : []),
+        // The host's checks of the body: size, type, room among the bodies in flight (503), a body that stalls (408).
+        ...(hasBody
+          ? (["invalid_json", "request_timeout", "payload_too_large", "unsupported_media_type", "service_unavailable"] as const)
+          : []),
         "internal_error",
       ];
       if (meta.errors?.includes("job_failed")) codes.splice(codes.indexOf("internal_error"), 1);

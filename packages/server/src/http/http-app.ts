@@ -3,16 +3,16 @@ import { Hono } from "hono";
 import { requestId } from "hono/request-id";
 import { createDiscoveryRoutes } from "../discovery/discovery.handler";
 import { createMcpHandler, MCP_PATH } from "../mcp/mcp.handler";
-import { createOAuthRoutes } from "../oauth/oauth.routes";
+import { createOAuthRoutes, mountOAuthCors, oauthRefusal } from "../oauth/oauth.routes";
 import { createVerifyEmailPage, VERIFY_EMAIL_PATH } from "../pages/verify-email.page";
 import { BodyBudget } from "./body-budget";
 import { mountDashboard } from "./dashboard";
-import { createEdge } from "./edge";
+import { createEdge, type Refusal } from "./edge";
 import { FILES_PREFIX, serveSignedFile } from "./files.handler";
 import type { HttpEnv } from "./request-context";
 import { errorResponse, jsonResponse, trpcRefusal } from "./responses";
 import { createRestHandler } from "./rest.handler";
-import { createRoutePolicies, TRPC_ENDPOINT } from "./route-policy";
+import { createRoutePolicies, type Surface, TRPC_ENDPOINT } from "./route-policy";
 import { apiCors, securityHeaders } from "./security";
 import { createTrpcHandler } from "./trpc.handler";
 
@@ -26,18 +26,28 @@ export interface HttpAppOptions {
 /**
  * The whole HTTP surface as one Hono app: middleware for what every response
  * gets (request id, log line, security headers) and for the API's CORS; then
- * the routes, each behind the edge that checks credentials and reads the body
- * before its adapter; the dashboard last, so it only answers what nothing else
+ * the edge, one middleware in front of every route, that checks credentials
+ * and reads the body by the route's policy (none declared: no body at all);
+ * then the routes; the dashboard last, so it only answers what nothing else
  * did.
  */
 export function createHttpApp(services: Services, options: HttpAppOptions): Hono<HttpEnv> {
   const { config, logger } = services;
   const policies = createRoutePolicies(config);
-  const edge = createEdge(services, new BodyBudget(config.maxBodyBytesInFlight));
+  const budget = new BodyBudget({
+    authenticatedBytes: config.maxBodyBytesInFlight,
+    publicBytes: config.publicBodyBytesInFlight,
+    perAddressBytes: config.bodyBytesPerAddress,
+  });
   const rest = createRestHandler(services);
   const trpc = createTrpcHandler(services);
   const mcp = createMcpHandler(services);
-  const restRefusal = (_c: unknown, error: RetouchError) => errorResponse(error);
+  const refusals: Record<Surface, Refusal> = {
+    rest: (_c, error: RetouchError) => errorResponse(error),
+    trpc: (_c, error) => trpcRefusal(error),
+    mcp: mcp.refuse,
+    oauth: oauthRefusal,
+  };
 
   // Trailing slashes are the same path, as they were before the move (`/api/keys/`).
   const app = new Hono<HttpEnv>({ strict: false });
@@ -65,24 +75,20 @@ export function createHttpApp(services: Services, options: HttpAppOptions): Hono
   app.use(securityHeaders(config));
   const cors = apiCors(config);
   if (cors) for (const prefix of ["/api/*", `${TRPC_ENDPOINT}/*`, `${FILES_PREFIX}*`]) app.use(prefix, cors);
+  mountOAuthCors(app);
+  // After CORS, so that its refusals carry the CORS headers a browser app needs to read them.
+  app.use(createEdge(services, { policyOf: policies.policyOf, refusals, budget }));
 
   app.get("/healthz", () => (options.draining() ? jsonResponse(503, { ok: false }) : jsonResponse(200, { ok: true })));
   app.route("/", createDiscoveryRoutes(services));
   app.get(VERIFY_EMAIL_PATH, createVerifyEmailPage(services, { dashboard: options.dashboardDir !== undefined }));
   app.get(`${FILES_PREFIX}*`, (c) => serveSignedFile(services, c));
 
-  for (const route of policies.rest) app.on(route.method, route.path, edge(restRefusal, route.policy), rest);
-  app.all(
-    `${TRPC_ENDPOINT}/*`,
-    edge(
-      (_c, error) => trpcRefusal(error),
-      (c) => policies.trpc(c.req.path),
-    ),
-    trpc,
-  );
+  for (const route of policies.rest) app.on(route.method, route.path, rest);
+  app.all(`${TRPC_ENDPOINT}/*`, trpc);
   // The OAuth authorization server for MCP clients: its metadata documents and better-auth's protocol endpoints.
   app.route("/", createOAuthRoutes(services));
-  app.post(MCP_PATH, edge(mcp.refuse, policies.mcp), mcp.serve);
+  app.post(MCP_PATH, mcp.serve);
   app.all(MCP_PATH, () =>
     jsonResponse(
       405,

@@ -26,12 +26,42 @@ export function checkText(text: string, field: string): void {
   if (problem) throw refuse(field, problem);
 }
 
-/** Refuses a query string with text that cannot be stored, in a name or a value. */
-export function checkQuery(params: URLSearchParams): void {
+/** Refuses a query string (or a form body's fields) with text that cannot be stored, in a name or a value. */
+export function checkQuery(params: URLSearchParams, what = "query parameter"): void {
   for (const [name, value] of params) {
-    checkText(name, "query parameter name");
+    checkText(name, `${what} name`);
     checkText(value, name);
   }
+}
+
+function tooDeep(): RetouchError {
+  return new RetouchError("invalid_request", `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels.`);
+}
+
+/**
+ * Nesting counted on the raw bytes as they arrive, for small bodies: deep
+ * JSON is refused (400) at its 33rd bracket rather than read to the size
+ * limit (which would answer 413 for what is really a depth problem). Brackets
+ * inside strings do not count; multi-byte UTF-8 never contains the ASCII
+ * bytes looked at. Malformed JSON is JSON.parse's to refuse.
+ */
+export function createJsonDepthScanner(): (chunk: Buffer) => void {
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  return (chunk) => {
+    for (let index = 0; index < chunk.length; index++) {
+      const byte = chunk[index];
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (byte === 0x5c) escaped = true;
+        else if (byte === 0x22) inString = false;
+      } else if (byte === 0x22) inString = true;
+      else if (byte === 0x5b || byte === 0x7b) {
+        if (++depth > MAX_JSON_DEPTH) throw tooDeep();
+      } else if (byte === 0x5d || byte === 0x7d) depth--;
+    }
+  };
 }
 
 interface Container {
@@ -59,9 +89,7 @@ export function checkJson(body: unknown): void {
   if (body === null || typeof body !== "object") return;
   const stack: Container[] = [{ value: body, depth: 1, parent: undefined, key: undefined }];
   for (let container = stack.pop(); container; container = stack.pop()) {
-    if (container.depth > MAX_JSON_DEPTH) {
-      throw new RetouchError("invalid_request", `The JSON body is nested deeper than ${MAX_JSON_DEPTH} levels.`);
-    }
+    if (container.depth > MAX_JSON_DEPTH) throw tooDeep();
     const entries: Array<[string | number, unknown]> = Array.isArray(container.value)
       ? container.value.map((item, index) => [index, item])
       : Object.entries(container.value);

@@ -1,21 +1,44 @@
-import { appRouter, type Config, type CredentialKind, type ProcedureMeta } from "@retouch/core";
+import { appRouter, type Config, type CredentialKind, MCP_PATH, type ProcedureMeta } from "@retouch/core";
+import { TrieRouter } from "hono/router/trie-router";
+import { OAUTH_ENDPOINTS_PREFIX } from "../oauth/oauth.routes";
 
 /** Largest body of an operation that carries no images. */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
+/**
+ * OAuth's token, revoke, authorize and consent requests carry a few hundred
+ * bytes (a code, a 43-128 character PKCE verifier, a redirect URI, a client
+ * id, scopes): 16 KiB is some 30 times that.
+ */
+export const OAUTH_BODY_LIMIT_BYTES = 16 * 1024;
+/**
+ * A dynamic client registration (RFC 7591) is a few KiB at most: redirect
+ * URIs, a name, a few URLs and lists. 64 KiB leaves ten times that.
+ */
+export const OAUTH_REGISTRATION_BODY_LIMIT_BYTES = 64 * 1024;
 /** Where the typed endpoint of the SDK is mounted: `/trpc/<procedure>`. */
 export const TRPC_ENDPOINT = "/trpc";
 
-/** The three ways into the router; each renders the host's refusals in its own format. */
-export type Surface = "rest" | "trpc" | "mcp";
+/** The ways into the service; each renders the edge's refusals in its own format. */
+export type Surface = "rest" | "trpc" | "mcp" | "oauth";
+/** The body formats a route accepts (415 for any other). */
+export type BodyType = "json" | "form";
 
-/** What the host checks before an adapter sees the request. */
+/** What the edge checks before any handler sees the request. */
 export interface RoutePolicy {
   surface: Surface;
   /** Credentials checked from the headers before the body is read; "public" means none at the edge. */
   auth: "public" | CredentialKind;
-  /** Largest body accepted (413 above it). */
+  /** Largest body accepted (413 above it); 0: the route takes no body at all. */
   maxBodyBytes: number;
+  bodyTypes: readonly BodyType[];
 }
+
+/**
+ * Every route that has not declared a policy: no credentials at the edge, and
+ * no body at all (413, unread). A new route is never unbounded by accident:
+ * it takes a body only once it is given a policy here.
+ */
+export const NO_BODY: RoutePolicy = { surface: "rest", auth: "public", maxBodyBytes: 0, bodyTypes: [] };
 
 /** A REST operation as the host routes it: Hono's path syntax (`/api/keys/:id`) and its policy. */
 export interface RestRoute {
@@ -25,11 +48,17 @@ export interface RestRoute {
 }
 
 type ProcedureRecord = Record<string, { _def: { meta?: ProcedureMeta } }>;
+type PolicyEntry = RoutePolicy | ((path: string) => RoutePolicy);
+
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
+const JSON_ONLY: readonly BodyType[] = ["json"];
 
 /**
- * The routes and policies of every request for the router, from the
- * procedures' own metadata (who may call it, whether its body carries
- * images), so a new operation needs no entry here.
+ * The one table of what every route accepts, looked up by the edge for every
+ * request (a global middleware, not one per route): the router's operations
+ * from the procedures' own metadata (who may call it, whether its body
+ * carries images), so a new operation needs no entry here; the MCP endpoint;
+ * better-auth's OAuth endpoints. Anything else gets NO_BODY.
  */
 export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
   const procedures = Object.entries(appRouter._def.procedures as unknown as ProcedureRecord).map(([name, procedure]) => ({
@@ -37,20 +66,31 @@ export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
     meta: procedure._def.meta ?? {},
   }));
   const byName = new Map(procedures.map((procedure) => [procedure.name, procedure.meta]));
-  const bodyLimit = (meta: ProcedureMeta) => (meta.imageBody ? config.maxRequestBytes : DEFAULT_BODY_LIMIT_BYTES);
+  const bodyLimit = (method: string, meta: ProcedureMeta) =>
+    !BODY_METHODS.has(method) ? 0 : meta.imageBody ? config.maxRequestBytes : DEFAULT_BODY_LIMIT_BYTES;
   const rest: RestRoute[] = procedures.flatMap(({ meta }) =>
     meta.openapi
       ? [
           {
             method: meta.openapi.method,
             path: meta.openapi.path.replace(/\{([^/}]+)\}/g, ":$1"),
-            policy: { surface: "rest", auth: meta.auth ?? "public", maxBodyBytes: bodyLimit(meta) },
+            policy: {
+              surface: "rest",
+              auth: meta.auth ?? "public",
+              maxBodyBytes: bodyLimit(meta.openapi.method, meta),
+              bodyTypes: JSON_ONLY,
+            },
           },
         ]
       : [],
   );
   // Tool calls carry images. A pk_ key, or an OAuth access token issued for /mcp.
-  const mcp: RoutePolicy = { surface: "mcp", auth: "key_or_mcp_token", maxBodyBytes: config.maxRequestBytes };
+  const mcp: RoutePolicy = {
+    surface: "mcp",
+    auth: "key_or_mcp_token",
+    maxBodyBytes: config.maxRequestBytes,
+    bodyTypes: JSON_ONLY,
+  };
 
   /**
    * A tRPC call (`/trpc/a` or batched, `/trpc/a,b?batch=1`) is checked for
@@ -71,10 +111,40 @@ export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
     // A large body only from a caller the edge has authenticated.
     const maxBodyBytes =
       auth !== "public" && metas.some((meta) => meta?.imageBody) ? config.maxRequestBytes : DEFAULT_BODY_LIMIT_BYTES;
-    return { surface: "trpc", auth, maxBodyBytes };
+    return { surface: "trpc", auth, maxBodyBytes, bodyTypes: JSON_ONLY };
   }
 
-  return { rest, trpc, mcp };
+  // better-auth reads each of these bodies whole: the edge reads them instead, small, and hands it the checked text.
+  // Token and revocation requests are forms (RFC 6749, 7009); better-auth takes JSON too.
+  const oauth = (maxBodyBytes: number, bodyTypes: readonly BodyType[]): RoutePolicy => ({
+    surface: "oauth",
+    auth: "public",
+    maxBodyBytes,
+    bodyTypes,
+  });
+  const oauthForm = oauth(OAUTH_BODY_LIMIT_BYTES, ["form", "json"]);
+
+  const table = new TrieRouter<PolicyEntry>();
+  for (const route of rest) table.add(route.method, route.path, route.policy);
+  table.add("ALL", `${TRPC_ENDPOINT}/*`, trpc);
+  table.add("POST", MCP_PATH, mcp);
+  for (const endpoint of ["authorize", "token", "revoke", "consent"]) {
+    table.add("POST", `${OAUTH_ENDPOINTS_PREFIX}/${endpoint}`, oauthForm);
+  }
+  table.add("POST", `${OAUTH_ENDPOINTS_PREFIX}/register`, oauth(OAUTH_REGISTRATION_BODY_LIMIT_BYTES, JSON_ONLY));
+  // Refusals on OAuth's other paths (a NUL in GET /authorize's query) answer in OAuth's vocabulary too.
+  table.add("ALL", `${OAUTH_ENDPOINTS_PREFIX}/*`, oauth(0, []));
+
+  /** The policy of a request: the first entry that matches it, or NO_BODY. HEAD is GET's. */
+  function policyOf(method: string, path: string): RoutePolicy {
+    const normalized = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+    const [matches] = table.match(method === "HEAD" ? "GET" : method, normalized);
+    const entry = matches[0]?.[0];
+    if (!entry) return NO_BODY;
+    return typeof entry === "function" ? entry(normalized) : entry;
+  }
+
+  return { rest, policyOf };
 }
 
 export type RoutePolicies = ReturnType<typeof createRoutePolicies>;

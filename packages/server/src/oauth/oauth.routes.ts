@@ -1,8 +1,8 @@
 import { AUTH_BASE_PATH, MCP_PATH, type RetouchError, type Services, toRetouchError } from "@retouch/core";
 import { type Context, Hono } from "hono";
 import { cors } from "hono/cors";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { clientIp, type HttpEnv } from "../http/request-context";
+import { clientIp, type HttpContext, type HttpEnv } from "../http/request-context";
+import { jsonResponse } from "../http/responses";
 
 /** RFC 9728: where an MCP client learns which authorization server guards /mcp. */
 export const PROTECTED_RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource";
@@ -12,6 +12,28 @@ export const AUTHORIZATION_SERVER_METADATA_PATH = "/.well-known/oauth-authorizat
 export const OAUTH_ENDPOINTS_PREFIX = `${AUTH_BASE_PATH}/oauth2`;
 
 type Env = HttpEnv;
+
+const PROTECTED_RESOURCE_METADATA_PATHS = [PROTECTED_RESOURCE_METADATA_PATH, `${PROTECTED_RESOURCE_METADATA_PATH}${MCP_PATH}`];
+// The issuer is `{PUBLIC_BASE_URL}/auth`: RFC 8414 puts its document at the path-suffixed form; clients that only try the root find it there too.
+const AUTHORIZATION_SERVER_METADATA_PATHS = [
+  AUTHORIZATION_SERVER_METADATA_PATH,
+  `${AUTHORIZATION_SERVER_METADATA_PATH}${AUTH_BASE_PATH}`,
+];
+
+/**
+ * The machine-facing documents and endpoints answer any origin (no cookies
+ * there), so MCP clients running in a browser can use them. The host mounts
+ * this before its edge, so that the edge's refusals there carry it too.
+ */
+export function mountOAuthCors(app: Hono<Env>): void {
+  const anyOrigin = cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], maxAge: 86_400 });
+  const paths = [
+    ...PROTECTED_RESOURCE_METADATA_PATHS,
+    ...AUTHORIZATION_SERVER_METADATA_PATHS,
+    ...["token", "register", "revoke"].map((endpoint) => `${OAUTH_ENDPOINTS_PREFIX}/${endpoint}`),
+  ];
+  for (const path of paths) app.use(path, anyOrigin);
+}
 
 /** The `WWW-Authenticate` challenge /mcp answers 401 with: where the protected-resource metadata is. */
 export function mcpBearerChallenge(publicBaseUrl: string, error?: "invalid_token"): string {
@@ -36,30 +58,25 @@ export function mcpBearerChallenge(publicBaseUrl: string, error?: "invalid_token
  *   the consent page shows and sends, with the session cookie.
  *
  * The machine-facing documents and endpoints answer any origin (no cookies
- * there), so MCP clients running in a browser can use them.
+ * there; see mountOAuthCors), so MCP clients running in a browser can use them.
+ *
+ * better-auth never reads Node's stream: the host's edge has read the body
+ * (small limits, see route-policy.ts), checked it, and each handler gets a
+ * Request rebuilt from that text.
  */
 export function createOAuthRoutes(services: Services): Hono<Env> {
   const app = new Hono<Env>();
-  const toBetterAuth = (c: Context<Env>) => services.auth.handler(c.req.raw);
-  const anyOrigin = cors({ origin: "*", allowMethods: ["GET", "POST", "OPTIONS"], maxAge: 86_400 });
+  const toBetterAuth = (c: Context<Env>) => services.auth.handler(fromEdge(c, c.var.body?.text));
 
   const protectedResource = async (c: Context<Env>) =>
     c.json(await services.mcpOAuth.protectedResourceMetadata(), 200, { "Cache-Control": "public, max-age=3600" });
   const authorizationServer = async (c: Context<Env>) =>
     c.json(await services.mcpOAuth.authorizationServerMetadata(), 200, { "Cache-Control": "public, max-age=3600" });
 
-  for (const path of [PROTECTED_RESOURCE_METADATA_PATH, `${PROTECTED_RESOURCE_METADATA_PATH}${MCP_PATH}`]) {
-    app.use(path, anyOrigin);
-    app.get(path, protectedResource);
-  }
-  // The issuer is `{PUBLIC_BASE_URL}/auth`: RFC 8414 puts its document at the path-suffixed form; clients that only try the root find it there too.
-  for (const path of [AUTHORIZATION_SERVER_METADATA_PATH, `${AUTHORIZATION_SERVER_METADATA_PATH}${AUTH_BASE_PATH}`]) {
-    app.use(path, anyOrigin);
-    app.get(path, authorizationServer);
-  }
+  for (const path of PROTECTED_RESOURCE_METADATA_PATHS) app.get(path, protectedResource);
+  for (const path of AUTHORIZATION_SERVER_METADATA_PATHS) app.get(path, authorizationServer);
 
   app.on(["GET", "POST"], `${OAUTH_ENDPOINTS_PREFIX}/authorize`, toBetterAuth);
-  for (const endpoint of ["token", "register", "revoke"]) app.use(`${OAUTH_ENDPOINTS_PREFIX}/${endpoint}`, anyOrigin);
   app.post(`${OAUTH_ENDPOINTS_PREFIX}/token`, toBetterAuth);
   app.post(`${OAUTH_ENDPOINTS_PREFIX}/revoke`, toBetterAuth);
   app.post(`${OAUTH_ENDPOINTS_PREFIX}/register`, async (c) => {
@@ -69,9 +86,9 @@ export function createOAuthRoutes(services: Services): Hono<Env> {
         ip: clientIp(c.env.incoming, services.config.trustProxy),
       });
     } catch (error) {
-      return refuse(c, toRetouchError(error));
+      return oauthRefusal(c, toRetouchError(error));
     }
-    return services.auth.handler(await asNativeWhereLoopback(c.req.raw));
+    return services.auth.handler(fromEdge(c, asNativeWhereLoopback(c.var.body)));
   });
   app.get(`${OAUTH_ENDPOINTS_PREFIX}/public-client`, toBetterAuth);
   app.post(`${OAUTH_ENDPOINTS_PREFIX}/consent`, toBetterAuth);
@@ -79,6 +96,18 @@ export function createOAuthRoutes(services: Services): Hono<Env> {
 }
 
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/** The request as better-auth should see it: the same URL, method and headers, and the body the edge read. */
+function fromEdge(c: Context<Env>, body: string | undefined): Request {
+  const request = c.req.raw;
+  if (body === undefined)
+    return new Request(request.url, { method: request.method, headers: request.headers, signal: request.signal });
+  const headers = new Headers(request.headers);
+  // The new body's own length, not the client's framing.
+  headers.delete("content-length");
+  headers.delete("transfer-encoding");
+  return new Request(request.url, { method: request.method, headers, body, signal: request.signal });
+}
 
 /**
  * MCP clients on a person's machine (Claude Code, the MCP Inspector, the
@@ -89,18 +118,9 @@ const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
  * 8252 §7.3 (what loopback redirects exist for): it is passed on as one.
  * Anything else goes through untouched, and better-auth checks it all.
  */
-async function asNativeWhereLoopback(request: Request): Promise<Request> {
-  const text = await request.text();
-  let metadata: unknown;
-  try {
-    metadata = JSON.parse(text);
-  } catch {
-    metadata = undefined;
-  }
-  const headers = new Headers(request.headers);
-  headers.delete("content-length");
-  const rebuilt = (body: string) => new Request(request.url, { method: request.method, headers, body });
-  if (!metadata || typeof metadata !== "object" || "application_type" in metadata) return rebuilt(text);
+function asNativeWhereLoopback(body: { text: string; value: unknown } | undefined): string | undefined {
+  const metadata = body?.value;
+  if (!body || !metadata || typeof metadata !== "object" || "application_type" in metadata) return body?.text;
   const redirects = (metadata as { redirect_uris?: unknown }).redirect_uris;
   const loopbackOnly =
     Array.isArray(redirects) &&
@@ -109,14 +129,15 @@ async function asNativeWhereLoopback(request: Request): Promise<Request> {
       const url = URL.parse(String(uri));
       return url?.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname);
     });
-  return rebuilt(loopbackOnly ? JSON.stringify({ ...metadata, application_type: "native" }) : text);
+  return loopbackOnly ? JSON.stringify({ ...metadata, application_type: "native" }) : body.text;
 }
 
 /**
  * A refusal in both vocabularies: Retouch's `code` and `message`, and OAuth's
  * `error` and `error_description` (RFC 6749 §5.2), which OAuth clients read.
+ * The edge answers its refusals on OAuth's paths with it too.
  */
-function refuse(c: Context<Env>, error: RetouchError) {
+export function oauthRefusal(_c: HttpContext, error: RetouchError): Response {
   const body = { ...error.toBody(), error: error.code, error_description: error.message };
-  return c.json(body, error.status as ContentfulStatusCode, error.headers());
+  return jsonResponse(error.status, body, error.headers());
 }
