@@ -137,9 +137,14 @@ describe("dynamic client registration (RFC 7591) refuses", () => {
     }
   });
 
-  it("5,000 redirect URIs, and one of more than 2,000 characters", async () => {
-    const many = Array.from({ length: 5000 }, (_, i) => `https://app.example.com/callback/${i}`);
-    const response = await expectRefused({ client_name: "Many Redirects", redirect_uris: many }, "invalid_redirect_uri");
+  // 5,000 URIs or a 100,000-character name do not fit the registration's 64 KiB body: the edge refuses them
+  // unread (413, edge-attacks.test.ts). These rules are what refuses what fits.
+  it("5,000 redirect URIs (413 at the edge), 11 of them, and one of more than 2,000 characters", async () => {
+    const many = (count: number) => Array.from({ length: count }, (_, i) => `https://app.example.com/callback/${i}`);
+    const tooLarge = await register({ client_name: "Many Redirects", redirect_uris: many(5000) });
+    expect(tooLarge.status).toBe(413);
+    expect(tooLarge.body.error).toBe("payload_too_large");
+    const response = await expectRefused({ client_name: "Many Redirects", redirect_uris: many(11) }, "invalid_redirect_uri");
     expect(response.body.error_description).toMatch(/at most 10/);
     await expectRefused(
       { client_name: "Long Redirect", redirect_uris: [`https://app.example.com/${"a".repeat(2100)}`] },
@@ -147,11 +152,10 @@ describe("dynamic client registration (RFC 7591) refuses", () => {
     );
   });
 
-  it("a 100,000-character name, and a name with control or invisible characters", async () => {
-    const response = await expectRefused(
-      { client_name: "A".repeat(100_000), redirect_uris: [loopback] },
-      "invalid_client_metadata",
-    );
+  it("a 100,000-character name (413 at the edge), a 101-character one, and names with control or invisible characters", async () => {
+    const tooLarge = await register({ client_name: "A".repeat(100_000), redirect_uris: [loopback] });
+    expect(tooLarge.status).toBe(413);
+    const response = await expectRefused({ client_name: "A".repeat(101), redirect_uris: [loopback] }, "invalid_client_metadata");
     expect(response.body.error_description).toMatch(/at most 100 characters/);
     for (const name of ["Tab\tAgent", "New\nline", "Bidi \u202Egnp.exe", "Zero\u200Bwidth"]) {
       await expectRefused({ client_name: name, redirect_uris: [loopback] }, "invalid_client_metadata");

@@ -42,7 +42,7 @@ const idPrefixByModel: Record<string, IdPrefix> = {
 
 export interface AuthDependencies {
   db: Db;
-  config: Pick<Config, "publicBaseUrl" | "trustProxy">;
+  config: Pick<Config, "publicBaseUrl">;
   secret: string;
   logger: Logger;
   /** Called after sign-up with the link that verifies the address. */
@@ -132,7 +132,6 @@ export function createAuth(deps: AuthDependencies) {
         // The client's mistake, not ours: a warning, for whoever asks why an app cannot connect.
         onRefusedDocument: (url, reason) => deps.logger.warn({ clientId: url, reason }, "client metadata document refused"),
         limitClientMetadataRequest: deps.limitClientMetadataRequest,
-        trustProxy: deps.config.trustProxy,
       }),
     ],
     // The dashboard's page, instead of better-auth's own /auth/error, which the host does not serve.

@@ -71,8 +71,6 @@ export interface McpOAuthPluginOptions {
   onRefusedDocument?: (url: string, reason: string) => void;
   /** Counts one request naming a metadata document URL against the address's share (the shared rate-limit store). */
   limitClientMetadataRequest?: (address: string) => Promise<RateDecision>;
-  /** The host trusts X-Forwarded-For: its first entry is the client's address when no `withClientAddress` scope says. */
-  trustProxy?: boolean;
 }
 
 export function mcpResource(publicBaseUrl: string): string {
@@ -161,8 +159,9 @@ function metadataDocumentClientId(ctx: { query?: unknown; body?: unknown }): str
  * `client_id` counts (a cached document too: the plugin's cache is not
  * visible from here, and a real client makes a few such requests per
  * connection). Past the share: 429 `temporarily_unavailable` with
- * Retry-After. Without a known address (no scope, no trusted proxy) only the
- * global ceiling applies.
+ * Retry-After. The address is the host's (`withClientAddress`: the socket's,
+ * or a trusted proxy's X-Forwarded-For); a call without one (in-process, no
+ * client) meets only the global ceiling.
  */
 function clientMetadataBudget(options: McpOAuthPluginOptions) {
   const limit = options.limitClientMetadataRequest;
@@ -174,8 +173,7 @@ function clientMetadataBudget(options: McpOAuthPluginOptions) {
           matcher: (context) => limit !== undefined && (context.path?.startsWith("/oauth2/") ?? false),
           handler: createAuthMiddleware(async (ctx) => {
             if (!limit || !metadataDocumentClientId(ctx)) return;
-            const forwarded = options.trustProxy ? ctx.headers?.get("x-forwarded-for")?.split(",")[0]?.trim() : undefined;
-            const address = clientAddressScope.getStore() ?? (forwarded || undefined);
+            const address = clientAddressScope.getStore();
             if (!address) return;
             const decision = await limit(address);
             if (!decision.allowed) {

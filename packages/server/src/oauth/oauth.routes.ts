@@ -66,7 +66,11 @@ export function mcpBearerChallenge(publicBaseUrl: string, error?: "invalid_token
  */
 export function createOAuthRoutes(services: Services): Hono<Env> {
   const app = new Hono<Env>();
-  const toBetterAuth = (c: Context<Env>) => services.auth.handler(fromEdge(c, c.var.body?.text));
+  // better-auth runs knowing the client's address as the host works it out (socket, or a trusted proxy's
+  // X-Forwarded-For): the per-address share of metadata-document fetches is counted inside its plugin.
+  const handle = (c: Context<Env>, body: string | undefined) =>
+    services.mcpOAuth.handle(fromEdge(c, body), clientIp(c.env.incoming, services.config.trustProxy));
+  const toBetterAuth = (c: Context<Env>) => handle(c, c.var.body?.text);
 
   const protectedResource = async (c: Context<Env>) =>
     c.json(await services.mcpOAuth.protectedResourceMetadata(), 200, { "Cache-Control": "public, max-age=3600" });
@@ -88,7 +92,7 @@ export function createOAuthRoutes(services: Services): Hono<Env> {
     } catch (error) {
       return oauthRefusal(c, toRetouchError(error));
     }
-    return services.auth.handler(fromEdge(c, asNativeWhereLoopback(c.var.body)));
+    return handle(c, asNativeWhereLoopback(c.var.body));
   });
   app.get(`${OAUTH_ENDPOINTS_PREFIX}/public-client`, toBetterAuth);
   app.post(`${OAUTH_ENDPOINTS_PREFIX}/consent`, toBetterAuth);
