@@ -43,6 +43,12 @@ describe("per address", () => {
     expect(retryAfter).toBeLessThanOrEqual(15 * 60);
   });
 
+  it("counts the address the proxy appended, whatever the client wrote before it in X-Forwarded-For", async () => {
+    // A client that prepends a fresh address to each request is still the last entry's address: still throttled.
+    const response = await signIn(victim.email, "wrong password again", `203.0.113.${++addresses}, ${attacker}`);
+    expect(response.status).toBe(429);
+  });
+
   it("does not tell the throttled address that a password is right", async () => {
     const response = await signIn(victim.email, victim.password, attacker);
     expect(response.status).toBe(429);

@@ -23,11 +23,18 @@ export interface HttpEnv {
 
 export type HttpContext = HonoContext<HttpEnv>;
 
+/**
+ * The client's address: the socket's, or behind a trusted proxy the LAST
+ * `X-Forwarded-For` entry, the one that proxy appended. Entries before it
+ * were sent by the client and say whatever it likes: taking the first would
+ * let anyone pick a fresh address for every request and slip past every
+ * per-address limit.
+ */
 export function clientIp(req: IncomingMessage, trustProxy: boolean): string {
   if (trustProxy) {
     const forwarded = req.headers["x-forwarded-for"];
-    const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(",")[0]?.trim();
-    if (first) return first;
+    const last = (Array.isArray(forwarded) ? forwarded.join(",") : forwarded)?.split(",").at(-1)?.trim();
+    if (last) return last;
   }
   return req.socket.remoteAddress ?? "unknown";
 }
