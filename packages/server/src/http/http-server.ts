@@ -1,8 +1,19 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import type { Services } from "@retouch/core";
+import { RetouchError, type Services } from "@retouch/core";
 import { createHttpApp } from "./http-app";
+
+/**
+ * Sockets over the connection cap that are being answered 503 at once; past
+ * these, Node's own `maxConnections` closes new ones unanswered, so a flood
+ * cannot use more descriptors than the cap plus these (env.ts keeps them
+ * out of the default cap).
+ */
+const REFUSALS_AT_ONCE = 64;
+/** How long a refused socket may take to read its answer before it is closed anyway. */
+const REFUSAL_LINGER_MS = 2_000;
+const REFUSAL_RETRY_AFTER_SECONDS = 5;
 
 export interface HttpServer {
   server: Server;
@@ -20,11 +31,34 @@ export interface HttpServerOptions {
 }
 
 /**
+ * A complete HTTP answer written on a raw socket, before Node's HTTP parser
+ * is given it: the spec's error shape, `Retry-After`, and a close.
+ */
+function refusalBytes(error: RetouchError): Buffer {
+  const body = JSON.stringify(error.toBody());
+  return Buffer.from(
+    [
+      "HTTP/1.1 503 Service Unavailable",
+      "Content-Type: application/json; charset=utf-8",
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      `Retry-After: ${REFUSAL_RETRY_AFTER_SECONDS}`,
+      "Cache-Control: no-store",
+      "X-Content-Type-Options: nosniff",
+      "Connection: close",
+      "",
+      body,
+    ].join("\r\n"),
+  );
+}
+
+/**
  * Serves the Hono app (http-app.ts) on Node's HTTP server through
  * @hono/node-server. What stays at this level is what belongs to the
- * connection rather than to a request: counting requests in flight for a
- * graceful close, `Connection: close` while draining, and `Expect:
- * 100-continue`.
+ * connection rather than to a request: the connection caps (in all and per
+ * socket address: a flood of idle connections would otherwise take every
+ * file descriptor, and then the database and blob files fail), the header,
+ * keep-alive and idle timeouts, counting requests in flight for a graceful
+ * close, `Connection: close` while draining, and `Expect: 100-continue`.
  */
 export async function startHttpServer(services: Services, options: HttpServerOptions): Promise<HttpServer> {
   let inFlight = 0;
@@ -44,13 +78,18 @@ export async function startHttpServer(services: Services, options: HttpServerOpt
     if (draining) res.setHeader("Connection", "close");
     void listener(req, res);
   };
-  const server = createServer(onRequest);
+  // Node checks the header and request deadlines on this period; its default (30 s) would let a slow sender overstay them.
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, onRequest);
   // `Expect: 100-continue` requests come here too: the edge decides on the headers, then sends 100 Continue only
   // to bodies it will read, so a refused upload is never sent at all.
   server.on("checkContinue", onRequest);
-  server.keepAliveTimeout = 5_000;
-  server.headersTimeout = 30_000;
+  const { config, logger } = services;
+  server.keepAliveTimeout = config.keepAliveTimeoutMs;
+  server.headersTimeout = config.headersTimeoutMs;
   server.requestTimeout = 120_000;
+  // A connection silent both ways (a client that stopped reading its answer included) is closed.
+  server.timeout = config.socketIdleTimeoutMs;
+  admitConnections(server, config, logger);
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -61,7 +100,6 @@ export async function startHttpServer(services: Services, options: HttpServerOpt
   });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  const logger = services.logger;
 
   return {
     server,
@@ -84,4 +122,65 @@ export async function startHttpServer(services: Services, options: HttpServerOpt
       await closed;
     },
   };
+}
+
+/**
+ * Puts the connection caps in front of Node's HTTP parser: a connection over
+ * the total cap, or over its address's, is answered 503 (with Retry-After)
+ * on the raw socket and closed, rather than reset or left to take a file
+ * descriptor the database needs. The per-address count is by socket address:
+ * behind a proxy that is the proxy's (env.ts turns it off with trust-proxy).
+ */
+function admitConnections(server: Server, config: Services["config"], logger: Services["logger"]): void {
+  const parse = server.listeners("connection") as Array<(socket: Socket) => void>;
+  server.removeAllListeners("connection");
+  // Past the cap and the sockets being answered, Node closes new connections itself (fd-free, unanswered).
+  server.maxConnections = config.maxConnections + REFUSALS_AT_ONCE;
+  const perAddress = new Map<string, number>();
+  let admitted = 0;
+  let lastWarning = 0;
+  const refuse = (socket: Socket, reason: string) => {
+    socket.on("error", () => {});
+    const now = Date.now();
+    // One line a minute at most: a flood must not flood the log too.
+    if (now - lastWarning > 60_000) {
+      lastWarning = now;
+      logger.warn({ admitted, limit: config.maxConnections, address: socket.remoteAddress }, reason);
+    }
+    // The request is never read: the answer goes first, then the socket half-closes and drains
+    // what the client sends (closing with unread data would reset the connection before it reads the answer).
+    socket.end(
+      refusalBytes(
+        new RetouchError("service_unavailable", `${reason}; retry in a few seconds.`, {
+          retryAfterSeconds: REFUSAL_RETRY_AFTER_SECONDS,
+        }),
+      ),
+    );
+    socket.resume();
+    socket.setTimeout(REFUSAL_LINGER_MS, () => socket.destroy());
+  };
+  server.on("connection", (socket: Socket) => {
+    const address = socket.remoteAddress ?? "";
+    const fromAddress = perAddress.get(address) ?? 0;
+    if (admitted >= config.maxConnections) return refuse(socket, "The server has too many open connections");
+    if (config.maxConnectionsPerAddress > 0 && fromAddress >= config.maxConnectionsPerAddress) {
+      return refuse(socket, "Too many open connections from your address");
+    }
+    admitted++;
+    perAddress.set(address, fromAddress + 1);
+    // Node's headers timeout starts with a request's first byte: a connection that never sends one
+    // would hold its place until the idle timeout. It gets the headers timeout too.
+    const silent = setTimeout(() => {
+      if (socket.bytesRead === 0) socket.destroy();
+    }, config.headersTimeoutMs);
+    silent.unref();
+    socket.once("close", () => {
+      clearTimeout(silent);
+      admitted--;
+      const left = (perAddress.get(address) ?? 1) - 1;
+      if (left > 0) perAddress.set(address, left);
+      else perAddress.delete(address);
+    });
+    for (const listener of parse) listener.call(server, socket);
+  });
 }
