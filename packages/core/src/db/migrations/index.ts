@@ -8,6 +8,7 @@ import * as submitFunction from "./0006-submit-function.migration";
 import * as jobFailures from "./0007-job-failures.migration";
 import * as jobListing from "./0008-job-listing.migration";
 import * as oauthProvider from "./0009-oauth-provider.migration";
+import * as queueWorkers from "./0010-queue-workers.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   "0007-job-failures": jobFailures,
   "0008-job-listing": jobListing,
   "0009-oauth-provider": oauthProvider,
+  "0010-queue-workers": queueWorkers,
 };
