@@ -1,7 +1,14 @@
+import { mkdtemp, rm } from "node:fs/promises";
 import http from "node:http";
 import net from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createKey, signUpVerified } from "../../../test/support/accounts";
+import { freePort } from "../../../test/support/free-port";
+import { type RetouchProcess, spawnRetouch } from "../../../test/support/spawn-retouch";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
+import { createTestDatabase } from "../../../test/support/test-database";
 
 /**
  * The connection caps and timeouts of the host, over real sockets on
@@ -62,9 +69,14 @@ function parseAnswer(text: string): RawAnswer {
 }
 
 /** GET through a fresh connection from `localAddress`. */
-function getFrom(url: string, path: string, localAddress: string): Promise<{ status: number; body: string }> {
+function getFrom(
+  url: string,
+  path: string,
+  localAddress: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.get(`${url}${path}`, { localAddress, agent: false, timeout: 5_000 }, (res) => {
+    const req = http.get(`${url}${path}`, { localAddress, agent: false, timeout: 5_000, headers }, (res) => {
       const parts: Buffer[] = [];
       res.on("data", (part: Buffer) => parts.push(part));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString("utf8") }));
@@ -177,5 +189,75 @@ describe("header and idle timeouts", { timeout: 60_000 }, () => {
       }, 10_000);
     });
     expect(answer.closed).toBe(true);
+  });
+});
+
+describe("a flood past the process's file descriptors", { timeout: 120_000 }, () => {
+  const OPEN_FILES = 400;
+  let database: { url: string; drop(): Promise<void> };
+  let dataDir: string;
+  let server: RetouchProcess | undefined;
+  const flood: net.Socket[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-flood-"));
+  });
+  afterAll(async () => {
+    await closeAll(flood);
+    server?.child.kill("SIGKILL");
+    await server?.exited;
+    await database?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("answers legitimate requests 200 or 503, never 500, and recovers as soon as the flood ends", async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    server = spawnRetouch(
+      { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: database.url, RETOUCH_DATA_DIR: dataDir, LOG_LEVEL: "info" },
+      [],
+      { openFiles: OPEN_FILES },
+    );
+    await server.waitForLog(/Retouch is listening/);
+    // The default cap leaves the pools and a margin of the 400 descriptors to the process itself.
+    const limits = JSON.parse(await server.waitForLog(/"connection limits"/));
+    expect(limits.maxConnections).toBeGreaterThan(50);
+    expect(limits.maxConnections).toBeLessThan(OPEN_FILES - 200);
+    const account = await signUpVerified({ url: base, outboxDir: path.join(dataDir, "outbox") });
+    const { key } = await createKey(base, account);
+    // A request that needs the database (the key, then the deliveries): the descriptors it needs are the point.
+    const legitimate = () =>
+      getFrom(base, "/api/webhooks/deliveries", "127.0.0.2", { authorization: `Bearer ${key}` }).then(
+        (answer) => answer.status,
+        (error: Error) => error.message,
+      );
+    expect(await legitimate()).toBe(200);
+
+    // More connections than the process has descriptors, from ten addresses (under the per-address cap).
+    const outcomes = { open: 0, failed: 0 };
+    await Promise.all(
+      Array.from({ length: 10 }, async (_, lane) => {
+        for (let i = 0; i < 50; i++) {
+          const socket = await openIdle(base, `127.0.0.${10 + lane}`).catch(() => undefined);
+          if (socket) {
+            socket.on("error", () => {});
+            flood.push(socket);
+            outcomes.open++;
+          } else outcomes.failed++;
+        }
+      }),
+    );
+    const during: Array<number | string> = [];
+    for (let i = 0; i < 20; i++) during.push(await legitimate());
+    for (const status of during) expect([200, 503]).toContain(status);
+    expect(during).toContain(503);
+
+    await closeAll(flood);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const after: Array<number | string> = [];
+    for (let i = 0; i < 5; i++) after.push(await legitimate());
+    expect(after).toEqual([200, 200, 200, 200, 200]);
+    expect(server.output()).not.toMatch(/"level":50/);
   });
 });

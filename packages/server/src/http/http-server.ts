@@ -5,10 +5,12 @@ import { RetouchError, type Services } from "@retouch/core";
 import { createHttpApp } from "./http-app";
 
 /**
- * Sockets over the connection cap that are being answered 503 at once; past
- * these, Node's own `maxConnections` closes new ones unanswered, so a flood
- * cannot use more descriptors than the cap plus these (env.ts keeps them
- * out of the default cap).
+ * Refused sockets left open at once for their clients to read the 503 (and
+ * to send their request, which is discarded); past these, a refused socket
+ * is closed as soon as its answer is handed to the kernel, so a flood holds
+ * few descriptors beyond the cap (env.ts keeps these out of the default cap).
+ * Only when the process has no descriptor left at all does a connection go
+ * unanswered (libuv then accepts and closes it).
  */
 const REFUSALS_AT_ONCE = 64;
 /** How long a refused socket may take to read its answer before it is closed anyway. */
@@ -90,6 +92,14 @@ export async function startHttpServer(services: Services, options: HttpServerOpt
   // A connection silent both ways (a client that stopped reading its answer included) is closed.
   server.timeout = config.socketIdleTimeoutMs;
   admitConnections(server, config, logger);
+  logger.info(
+    {
+      maxConnections: config.maxConnections,
+      maxConnectionsPerAddress: config.maxConnectionsPerAddress || "off",
+      headersTimeoutMs: config.headersTimeoutMs,
+    },
+    "connection limits",
+  );
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -134,10 +144,9 @@ export async function startHttpServer(services: Services, options: HttpServerOpt
 function admitConnections(server: Server, config: Services["config"], logger: Services["logger"]): void {
   const parse = server.listeners("connection") as Array<(socket: Socket) => void>;
   server.removeAllListeners("connection");
-  // Past the cap and the sockets being answered, Node closes new connections itself (fd-free, unanswered).
-  server.maxConnections = config.maxConnections + REFUSALS_AT_ONCE;
   const perAddress = new Map<string, number>();
   let admitted = 0;
+  let lingering = 0;
   let lastWarning = 0;
   const refuse = (socket: Socket, reason: string) => {
     socket.on("error", () => {});
@@ -147,15 +156,20 @@ function admitConnections(server: Server, config: Services["config"], logger: Se
       lastWarning = now;
       logger.warn({ admitted, limit: config.maxConnections, address: socket.remoteAddress }, reason);
     }
+    const answer = refusalBytes(
+      new RetouchError("service_unavailable", `${reason}; retry in a few seconds.`, {
+        retryAfterSeconds: REFUSAL_RETRY_AFTER_SECONDS,
+      }),
+    );
+    if (lingering >= REFUSALS_AT_ONCE) {
+      socket.end(answer, () => socket.destroy());
+      return;
+    }
     // The request is never read: the answer goes first, then the socket half-closes and drains
     // what the client sends (closing with unread data would reset the connection before it reads the answer).
-    socket.end(
-      refusalBytes(
-        new RetouchError("service_unavailable", `${reason}; retry in a few seconds.`, {
-          retryAfterSeconds: REFUSAL_RETRY_AFTER_SECONDS,
-        }),
-      ),
-    );
+    lingering++;
+    socket.once("close", () => lingering--);
+    socket.end(answer);
     socket.resume();
     socket.setTimeout(REFUSAL_LINGER_MS, () => socket.destroy());
   };
