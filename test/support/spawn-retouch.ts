@@ -18,8 +18,18 @@ export interface RetouchProcess {
  * an entry of the bundle that `pnpm start` runs (dist/, built by the global
  * setup), or the launcher itself.
  */
-export function spawnServerEntry(entry: string, args: string[], env: Record<string, string>): RetouchProcess {
-  const child = spawn(process.execPath, [entry, ...args], {
+export function spawnServerEntry(
+  entry: string,
+  args: string[],
+  env: Record<string, string>,
+  options: { openFiles?: number } = {},
+): RetouchProcess {
+  // `openFiles`: the process's RLIMIT_NOFILE (soft and hard), set by the shell that then becomes Node.
+  const [command, commandArgs] =
+    options.openFiles === undefined
+      ? [process.execPath, [entry, ...args]]
+      : ["/bin/sh", ["-c", `ulimit -n ${options.openFiles} && exec "$0" "$@"`, process.execPath, entry, ...args]];
+  const child = spawn(command, commandArgs, {
     cwd: serverDir,
     env: {
       PATH: process.env.PATH ?? "",
@@ -77,8 +87,12 @@ export function spawnServerEntry(entry: string, args: string[], env: Record<stri
   };
 }
 
-export function spawnRetouch(env: Record<string, string>, args: string[] = []): RetouchProcess {
-  return spawnServerEntry("dist/main.js", args, env);
+export function spawnRetouch(
+  env: Record<string, string>,
+  args: string[] = [],
+  options: { openFiles?: number } = {},
+): RetouchProcess {
+  return spawnServerEntry("dist/main.js", args, env, options);
 }
 
 export async function runAdmin(args: string[], env: Record<string, string>): Promise<{ code: number | string; output: string }> {

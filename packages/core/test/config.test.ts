@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -105,6 +105,26 @@ describe("parseConfig", () => {
         /RETOUCH_CORS_ORIGINS: .* is not an origin like https:\/\/app\.example\.com/,
       );
     }
+  });
+
+  it("caps connections: from the open-file limit by default, per address unless behind a proxy", () => {
+    const config = parseConfig({});
+    const soft = /^Max open files\s+(\d+)/m.exec(readFileSync("/proc/self/limits", "utf8"))?.[1];
+    // The descriptors the process keeps for itself (pools, refusals, files) stay out of the cap.
+    if (soft) expect(config.maxConnections).toBe(Math.max(16, Number(soft) - (20 + 2 + 4 + 256)));
+    expect(config.maxConnectionsPerAddress).toBe(256);
+    expect(config.headersTimeoutMs).toBe(15_000);
+    expect(config.keepAliveTimeoutMs).toBe(5_000);
+    expect(config.socketIdleTimeoutMs).toBe(90_000);
+    expect(parseConfig({ RETOUCH_TRUST_PROXY: "1" }).maxConnectionsPerAddress).toBe(0);
+    const set = parseConfig({
+      RETOUCH_MAX_CONNECTIONS: "64",
+      RETOUCH_MAX_CONNECTIONS_PER_ADDRESS: "0",
+      RETOUCH_HEADERS_TIMEOUT: "10s",
+    });
+    expect(set).toMatchObject({ maxConnections: 64, maxConnectionsPerAddress: 0, headersTimeoutMs: 10_000 });
+    expect(problemsOf({ RETOUCH_HEADERS_TIMEOUT: "5m" })).toContain("RETOUCH_HEADERS_TIMEOUT");
+    expect(problemsOf({ RETOUCH_SOCKET_IDLE_TIMEOUT: "30s" })).toContain("RETOUCH_SOCKET_IDLE_TIMEOUT");
   });
 
   it("treats an empty variable as unset", () => {

@@ -39,6 +39,21 @@ describe("toRetouchError", () => {
     expect(mapped.issues?.[0]?.path).toBe("name");
   });
 
+  it.each(["EMFILE", "ENFILE"])("answers %s (out of file descriptors) 503 with Retry-After, however wrapped", (code) => {
+    const exhausted = Object.assign(new Error(`connect ${code}: too many open files`), { code, syscall: "socket" });
+    for (const thrown of [
+      exhausted,
+      new Error("could not open the blob", { cause: exhausted }),
+      new TRPCError({ code: "INTERNAL_SERVER_ERROR", cause: exhausted }),
+    ]) {
+      const mapped = toRetouchError(thrown);
+      expect(mapped.status).toBe(503);
+      expect(mapped.code).toBe("service_unavailable");
+      expect(Number(mapped.headers()["Retry-After"])).toBeGreaterThan(0);
+      expect(mapped.message).not.toContain("too many open files");
+    }
+  });
+
   it("never passes an internal message through", () => {
     const mapped = toRetouchError(new Error('relation "api_keys" does not exist'));
     expect(mapped.toBody()).toEqual({ code: "internal_error", message: ERROR_CODES.internal_error.message });

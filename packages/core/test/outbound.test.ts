@@ -30,6 +30,54 @@ describe("isPublicAddress", () => {
   });
 });
 
+// The IPv6 forms that carry an IPv4 address are judged by the address they carry: a relay or translator would go there.
+describe("isPublicAddress: IPv6 forms carrying IPv4", () => {
+  it.each([
+    ["IPv4-compatible, hex", "::a00:1"],
+    ["IPv4-compatible, dotted", "::10.0.0.1"],
+    ["IPv4-compatible loopback", "::7f00:1"],
+    ["IPv4-mapped, hex", "::ffff:a00:1"],
+    ["IPv4-mapped, long form", "0:0:0:0:0:ffff:0a00:0001"],
+    ["IPv4-mapped metadata address", "::ffff:a9fe:a9fe"],
+    ["IPv4-translated (SIIT)", "::ffff:0:a00:1"],
+    ["6to4 of 10.0.0.1", "2002:0a00:0001::"],
+    ["6to4 of 127.0.0.1", "2002:7f00:1::1"],
+    ["Teredo with a private client (10.0.0.1 inverted)", "2001:0:4136:e378:8000:63bf:f5ff:fffe"],
+    ["Teredo with a private server", "2001:0:a00:1:8000:63bf:f7f7:f7f7"],
+    ["NAT64 well-known prefix of 10.0.0.1", "64:ff9b::10.0.0.1"],
+    ["NAT64 well-known prefix, hex", "64:ff9b::a9fe:a9fe"],
+    ["NAT64 local-use prefix", "64:ff9b:1::a00:1"],
+    ["NAT64 local-use prefix, any address", "64:ff9b:1:808:800:800::"],
+    ["discard-only", "100::1"],
+    ["benchmarking", "2001:2::1"],
+    ["documentation (3fff::/20)", "3fff::1"],
+    ["site-local (deprecated)", "fec0::1"],
+    ["SRv6 SID", "5f00::1"],
+    ["outside global unicast", "4000::1"],
+    ["scoped link-local", "fe80::1%lo"],
+  ])("refuses %s (%s)", (_label, address) => {
+    expect(isPublicAddress(address)).toBe(false);
+  });
+
+  it.each([
+    ["6to4 of 8.8.8.8", "2002:808:808::1"],
+    ["Teredo with public server and client", "2001:0:4136:e378:8000:63bf:f7f7:f7f7"],
+    ["NAT64 well-known prefix of 8.8.8.8", "64:ff9b::8.8.8.8"],
+    ["IPv4-mapped public", "::ffff:808:808"],
+    ["an ordinary global address", "2a00:1450:4001:80b::200e"],
+  ])("accepts %s (%s)", (_label, address) => {
+    expect(isPublicAddress(address)).toBe(true);
+  });
+
+  it("checkOutboundUrl refuses a host that resolves to a 6to4 form of a private address", async () => {
+    const verdict = await checkOutboundUrl("https://hooks.example.com/x", {
+      allowInsecure: false,
+      resolve: async () => ["2002:a9fe:a9fe::1"],
+    });
+    expect(verdict).toMatchObject({ ok: false, reason: expect.stringMatching(/public address/) });
+  });
+});
+
 describe("checkOutboundUrl", () => {
   const resolveTo =
     (...addresses: string[]) =>

@@ -91,6 +91,7 @@ export async function startRetouch(options: {
         config,
         logger,
         onSettled: settled,
+        workerId: queue.workerId,
       });
       processor = worker;
       queue.work({

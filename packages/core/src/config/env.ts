@@ -186,6 +186,21 @@ const envSchema = z.object({
   // A vendor's dedicated endpoints for the two removal workflows (masked removals only for objects), none by default.
   RETOUCH_BACKGROUND_PROVIDER: z.enum(["none", ...BACKGROUND_PROVIDERS]).default("none"),
   RETOUCH_OBJECT_REMOVAL_PROVIDER: z.enum(["none", ...OBJECT_REMOVAL_PROVIDERS]).default("none"),
+  /** HTTP connections open at once; default: the open-file limit less what the process keeps for itself (see `defaultMaxConnections`). */
+  RETOUCH_MAX_CONNECTIONS: z.coerce.number().int().min(1).optional(),
+  /**
+   * HTTP connections open at once from one socket address; 0 = no such cap. Default 256, but
+   * off with RETOUCH_TRUST_PROXY: behind a proxy every connection comes from the proxy's address.
+   */
+  RETOUCH_MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(0).optional(),
+  /** How long a client may take to send a request's headers (slowloris); at most Node's request timeout, 2 minutes. */
+  RETOUCH_HEADERS_TIMEOUT: duration.default(15_000).refine((ms) => ms >= 1000 && ms <= 120_000, "must be from 1s to 2m"),
+  /** How long a kept-alive connection may wait for its next request. */
+  RETOUCH_KEEP_ALIVE_TIMEOUT: duration.default(5_000),
+  /** A connection that sends and receives nothing for this long is closed (above the 60 s a `wait` may hold an answer). */
+  RETOUCH_SOCKET_IDLE_TIMEOUT: duration.default(90_000).refine((ms) => ms >= 61_000, "must be above 60s (the longest wait)"),
+  /** How often a worker process writes its heartbeat; one silent for three of these is taken for dead and its queue locks released. */
+  RETOUCH_WORKER_HEARTBEAT: duration.default(2_000).refine((ms) => ms >= 100 && ms <= 60_000, "must be from 100ms to 1m"),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -266,6 +281,18 @@ export interface Config {
   jobTimeoutMs: number;
   /** Fallback polling of the queue; new jobs arrive by LISTEN/NOTIFY without waiting for it. */
   queuePollIntervalMs: number;
+  /** A worker's heartbeat period; the locks of a worker silent for three periods go to the others. */
+  workerHeartbeatMs: number;
+  /** HTTP connections served at once; the next ones are answered 503 and closed. */
+  maxConnections: number;
+  /** HTTP connections at once from one socket address (a proxy's, behind one); 0 = no such cap. */
+  maxConnectionsPerAddress: number;
+  /** Time allowed to send a request's headers. */
+  headersTimeoutMs: number;
+  /** Time a kept-alive connection may wait for its next request. */
+  keepAliveTimeoutMs: number;
+  /** A connection silent both ways for this long is closed. */
+  socketIdleTimeoutMs: number;
   /** How long inputs and results are kept. */
   retentionMs: number;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -315,6 +342,32 @@ export class ConfigError extends Error {
     super(`Invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join("\n")}`);
     this.name = "ConfigError";
   }
+}
+
+/**
+ * File descriptors a process keeps beside its HTTP connections: the database
+ * pool (20, openDatabase's), the queue's pool (concurrency + 4), 64 sockets
+ * being answered 503 (http-server.ts), and a margin for blob and model
+ * files, worker threads, DNS, outbound fetches, SMTP and logs.
+ */
+const FD_MARGIN = 64 + 192;
+
+/** The soft RLIMIT_NOFILE (Linux: /proc/self/limits); elsewhere a common default. */
+function openFileLimit(): number {
+  try {
+    const match = /^Max open files\s+(\S+)/m.exec(readFileSync("/proc/self/limits", "utf8"));
+    if (match?.[1] === "unlimited") return 1_048_576;
+    const soft = Number(match?.[1]);
+    if (Number.isInteger(soft) && soft > 0) return soft;
+  } catch {
+    // Not Linux (or no /proc): fall through.
+  }
+  return 1024;
+}
+
+/** RETOUCH_MAX_CONNECTIONS' default: what the open-file limit leaves once the process's own descriptors are kept. */
+export function defaultMaxConnections(workerConcurrency: number): number {
+  return Math.max(16, openFileLimit() - (20 + workerConcurrency + 4 + FD_MARGIN));
 }
 
 /**
@@ -411,6 +464,12 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     jobLockLifetimeMs: e.RETOUCH_JOB_LOCK_LIFETIME,
     jobTimeoutMs: e.RETOUCH_JOB_TIMEOUT,
     queuePollIntervalMs: e.RETOUCH_QUEUE_POLL_INTERVAL,
+    workerHeartbeatMs: e.RETOUCH_WORKER_HEARTBEAT,
+    maxConnections: e.RETOUCH_MAX_CONNECTIONS ?? defaultMaxConnections(e.RETOUCH_WORKER_CONCURRENCY),
+    maxConnectionsPerAddress: e.RETOUCH_MAX_CONNECTIONS_PER_ADDRESS ?? (e.RETOUCH_TRUST_PROXY ? 0 : 256),
+    headersTimeoutMs: e.RETOUCH_HEADERS_TIMEOUT,
+    keepAliveTimeoutMs: e.RETOUCH_KEEP_ALIVE_TIMEOUT,
+    socketIdleTimeoutMs: e.RETOUCH_SOCKET_IDLE_TIMEOUT,
     retentionMs: e.RETOUCH_RETENTION,
     logLevel: e.LOG_LEVEL,
     maxImagePixels: e.RETOUCH_MAX_IMAGE_PIXELS,

@@ -20,6 +20,8 @@ export interface ImageProcessorDependencies {
   logger: Logger;
   /** Called once a job reaches `done` or `error` (after the refund): webhooks go out from here. */
   onSettled(job: JobRow): Promise<void>;
+  /** The queue's id of this process (JobQueue.workerId): claims of a dead worker are then freed with its queue locks. */
+  workerId?: string;
 }
 
 /**
@@ -29,9 +31,11 @@ export interface ImageProcessorDependencies {
  */
 export class ImageProcessor {
   /** Names this process in claims: a second process never mistakes another's claim for its own. */
-  readonly workerId = `${hostname()}:${process.pid}:${randomHex(4)}`;
+  readonly workerId: string;
 
-  constructor(private readonly deps: ImageProcessorDependencies) {}
+  constructor(private readonly deps: ImageProcessorDependencies) {
+    this.workerId = deps.workerId ?? `${hostname()}:${process.pid}:${randomHex(4)}`;
+  }
 
   async process(jobId: string, keepAlive: () => Promise<void> = async () => {}): Promise<void> {
     const { jobs, blobs, engine, config, logger } = this.deps;

@@ -1,8 +1,11 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { PostgresBackend } from "@agendajs/postgres-backend";
 import { Agenda, type Job } from "agenda";
 import type pg from "pg";
 import type { Config } from "../config/env";
 import type { Logger } from "../lib/logger";
+import { DELIVER_WEBHOOK, QueueWorkersStore, WORKER_ID_PREFIX } from "../stores/queue-workers.store";
 
 export const PROCESS_IMAGE = "process-image";
 /**
@@ -15,7 +18,6 @@ export const QUEUE_CHANNEL = "agenda:jobs";
 const QUEUE_STATE_CHANNEL = `${QUEUE_CHANNEL}:state`;
 /** The state events that announce a settled Retouch job (not a queue entry: `jobId` is the job's own id). */
 const JOB_SETTLED = "retouch-job-settled";
-const DELIVER_WEBHOOK = "deliver-webhook";
 const MAINTENANCE = "maintenance";
 
 /**
@@ -43,12 +45,15 @@ export interface QueueHandlers {
 /**
  * The durable queue: Agenda on PostgreSQL. A submission's transaction inserts
  * the queue entry and NOTIFYs (`retouch_submit`); a worker LISTENing picks it up within milliseconds (polling is
- * only the fallback). A worker that dies leaves its lock to expire after
- * `jobLockLifetimeMs`, then another worker takes the job.
+ * only the fallback). Each worker beats a heartbeat (queue_workers) and its
+ * locks carry its id (Agenda's `name`, written to last_modified_by); a worker
+ * that dies is found by the next heartbeat of another (or of its own
+ * successor) once silent for three periods, and its locks are freed then,
+ * not when they expire (`jobLockLifetimeMs`, 60 s for webhook attempts).
  */
 export interface JobQueueOptions {
   pool: pg.Pool;
-  config: Pick<Config, "workerConcurrency" | "jobLockLifetimeMs" | "queuePollIntervalMs">;
+  config: Pick<Config, "workerConcurrency" | "jobLockLifetimeMs" | "queuePollIntervalMs" | "workerHeartbeatMs">;
   logger: Logger;
 }
 
@@ -59,6 +64,10 @@ export class JobQueue {
   private readonly running = new Set<Promise<void>>();
   /** Who waits for which job to settle (`watchSettlement`). */
   private readonly settlementWatchers = new Map<string, Set<() => void>>();
+  /** This process in the queue: the holder named in its locks and its heartbeat row. Never reused. */
+  readonly workerId = `${WORKER_ID_PREFIX}${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  private readonly workers: QueueWorkersStore;
+  private heartbeat: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: JobQueueOptions) {
     const { config, logger } = options;
@@ -72,9 +81,12 @@ export class JobQueue {
       if (event.jobName !== JOB_SETTLED) return;
       for (const wake of this.settlementWatchers.get(String(event.jobId)) ?? []) wake();
     });
+    this.workers = new QueueWorkersStore(options.pool);
     this.agenda = new Agenda({
       // The table is created by our migrations (0003-queue), never by the backend.
       backend,
+      // Written to each lock this process takes (last_modified_by): who to ask whether the holder is alive.
+      name: this.workerId,
       processEvery: config.queuePollIntervalMs,
       maxConcurrency: config.workerConcurrency + 1,
       defaultLockLifetime: config.jobLockLifetimeMs,
@@ -115,7 +127,35 @@ export class JobQueue {
    * that only enqueues (role api) must start too, or its NOTIFY is never sent.
    */
   async start(): Promise<void> {
+    if (this.working) {
+      // The row comes before any lock (see releaseDead); a predecessor's locks are freed before jobs are taken.
+      await this.workers.beat(this.workerId, this.options.config.workerHeartbeatMs);
+      await this.releaseDeadWorkersLocks();
+      this.heartbeat = setInterval(() => void this.beat(), this.options.config.workerHeartbeatMs);
+      this.heartbeat.unref();
+    }
     await this.agenda.start();
+  }
+
+  private async beat(): Promise<void> {
+    try {
+      await this.workers.beat(this.workerId, this.options.config.workerHeartbeatMs);
+      await this.releaseDeadWorkersLocks();
+    } catch (error) {
+      // The database is away for now: the next beat tries again (the locks still expire on their own).
+      this.options.logger.warn({ err: error }, "queue heartbeat failed");
+    }
+  }
+
+  private async releaseDeadWorkersLocks(): Promise<void> {
+    const released = await this.workers.releaseDead(QUEUE_CHANNEL);
+    if (released.length > 0) {
+      const heldBy = [...new Set(released.map((lock) => lock.heldBy))];
+      this.options.logger.warn(
+        { workers: heldBy, jobs: released.map((lock) => `${lock.name}:${lock.id}`) },
+        "freed the queue locks of stopped workers; their jobs run again now",
+      );
+    }
   }
 
   /**
@@ -160,11 +200,22 @@ export class JobQueue {
   /**
    * Stops taking jobs (queued ones are unlocked for other workers) and waits,
    * up to `timeoutMs`, for the running ones; any still running are picked up
-   * elsewhere once their lock expires.
+   * elsewhere at another worker's next heartbeat (this one's row is removed).
    */
   async stop(timeoutMs: number): Promise<void> {
+    clearInterval(this.heartbeat);
     await this.agenda.stop(false);
-    if (this.running.size === 0) return;
+    if (this.running.size > 0) await this.waitForRunning(timeoutMs);
+    // Gone for good: what it still holds (jobs cut by the timeout) is anyone's at the next heartbeat elsewhere.
+    if (this.heartbeat) {
+      this.heartbeat = undefined;
+      await this.workers
+        .remove(this.workerId)
+        .catch((error: unknown) => this.options.logger.warn({ err: error }, "could not remove the queue heartbeat"));
+    }
+  }
+
+  private async waitForRunning(timeoutMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
       Promise.allSettled([...this.running]).then(() => false),

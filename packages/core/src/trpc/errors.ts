@@ -67,6 +67,13 @@ function fromZodError(error: ZodError): RetouchError {
  */
 export function toRetouchError(error: unknown): RetouchError {
   if (error instanceof RetouchError) return error;
+  if (outOfFileDescriptors(error)) {
+    // Overload, not a fault: the process (or the system) ran out of file descriptors for a moment.
+    return new RetouchError("service_unavailable", "The server is overloaded right now; retry in a few seconds.", {
+      retryAfterSeconds: 5,
+      cause: error,
+    });
+  }
   if (error instanceof ZodError) return fromZodError(error);
   if (error instanceof TRPCError) {
     if (error.cause instanceof RetouchError) return error.cause;
@@ -91,6 +98,17 @@ export function toRetouchError(error: unknown): RetouchError {
     }
   }
   return new RetouchError("internal_error", undefined, { cause: error });
+}
+
+/** EMFILE / ENFILE anywhere in the chain of causes (a database connect, a blob file, wrapped by a library or not). */
+function outOfFileDescriptors(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (code === "EMFILE" || code === "ENFILE") return true;
+    current = current.cause;
+  }
+  return false;
 }
 
 /**

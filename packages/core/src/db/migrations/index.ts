@@ -9,6 +9,7 @@ import * as jobFailures from "./0007-job-failures.migration";
 import * as jobListing from "./0008-job-listing.migration";
 import * as oauthProvider from "./0009-oauth-provider.migration";
 import * as submitPrecheck from "./0010-submit-precheck.migration";
+import * as queueWorkers from "./0011-queue-workers.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   "0008-job-listing": jobListing,
   "0009-oauth-provider": oauthProvider,
   "0010-submit-precheck": submitPrecheck,
+  "0011-queue-workers": queueWorkers,
 };
