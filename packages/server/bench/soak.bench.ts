@@ -57,6 +57,10 @@ const SETTINGS = {
   "attacker-addresses": { default: 1, help: "attackers' source addresses: 127.0.0.2 and on" },
   "kill-at-seconds": { default: 4, help: "into the kill phase, the service gets SIGKILL" },
   "restart-delay-ms": { default: 500, help: "the pause before it is started again" },
+  "service-open-files": {
+    default: 0,
+    help: "the service's open-file limit (ulimit -n), to flood it past its file descriptors; 0: the soak's own",
+  },
   "settle-seconds": {
     default: 1,
     help: "after an attack stops, the phase goes on this long (its teardown's answers and log lines count in it)",
@@ -170,6 +174,8 @@ interface Service {
   port: number;
   dataDir: string;
   env: Record<string, string>;
+  /** RLIMIT_NOFILE of the service's process; undefined: inherited. */
+  openFiles: number | undefined;
   proc: RetouchProcess | undefined;
   log: string[];
 }
@@ -202,7 +208,12 @@ function watchLog(service: Service, proc: RetouchProcess): void {
 
 async function startService(service: Service): Promise<number> {
   const started = performance.now();
-  const proc = spawnServerEntry("scripts/run-built.mjs", ["main"], service.env);
+  const proc = spawnServerEntry(
+    "scripts/run-built.mjs",
+    ["main"],
+    service.env,
+    service.openFiles === undefined ? {} : { openFiles: service.openFiles },
+  );
   service.proc = proc;
   watchLog(service, proc);
   // The first start may build the server and the dashboard, and initialise the database.
@@ -558,6 +569,7 @@ async function main(): Promise<number> {
     baseUrl: `http://127.0.0.1:${port}`,
     port,
     dataDir,
+    openFiles: settings["service-open-files"] > 0 ? settings["service-open-files"] : undefined,
     proc: undefined,
     log: [],
     env: {
