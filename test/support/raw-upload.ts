@@ -75,3 +75,43 @@ export function rawUpload(baseUrl: string, upload: RawUpload): Promise<RawAnswer
     pump();
   });
 }
+
+/**
+ * Announces a `size`-byte upload to `path` with `Expect: 100-continue` and sends none of it: the edge's
+ * refusal, or "admitted" when it answered `100 Continue` (the request is then abandoned at once).
+ */
+export function announceUpload(
+  baseUrl: string,
+  path: string,
+  headers: Record<string, string>,
+  size: number,
+): Promise<RawAnswer | "admitted"> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${baseUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers, "content-length": String(size), expect: "100-continue" },
+    });
+    req.on("continue", () => {
+      req.destroy();
+      resolve("admitted");
+    });
+    req.on("response", (res) => {
+      const parts: Buffer[] = [];
+      res.on("data", (part: Buffer) => parts.push(part));
+      res.on("end", () => {
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: JSON.parse(Buffer.concat(parts).toString("utf8")),
+          sent: 0,
+          continued: false,
+        });
+        req.destroy();
+      });
+    });
+    req.on("error", (error) => {
+      if (!req.destroyed) reject(error);
+    });
+    req.flushHeaders();
+  });
+}

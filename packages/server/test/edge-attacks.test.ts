@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
-import { type RawAnswer, rawUpload } from "../../../test/support/raw-upload";
+import { announceUpload, type RawAnswer, rawUpload } from "../../../test/support/raw-upload";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 import { VERIFY_EMAIL_PATH } from "../src/pages/verify-email.page";
 
@@ -103,44 +103,6 @@ function partialUpload(headers: Record<string, string>, declared: number) {
   };
 }
 
-/** Announces `size` bytes with `Expect: 100-continue` from `address`: the refusal, or "admitted" (then abandoned). */
-function announce(key: string, address: string, size: number): Promise<RawAnswer | "admitted"> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(`${app.url}/api/process`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${key}`,
-        "content-type": "application/json",
-        "content-length": String(size),
-        "x-forwarded-for": address,
-        expect: "100-continue",
-      },
-    });
-    req.on("continue", () => {
-      req.destroy();
-      resolve("admitted");
-    });
-    req.on("response", (res) => {
-      const parts: Buffer[] = [];
-      res.on("data", (part: Buffer) => parts.push(part));
-      res.on("end", () => {
-        resolve({
-          status: res.statusCode ?? 0,
-          headers: res.headers,
-          body: JSON.parse(Buffer.concat(parts).toString()),
-          sent: 0,
-          continued: false,
-        });
-        req.destroy();
-      });
-    });
-    req.on("error", (error) => {
-      if (!req.destroyed) reject(error);
-    });
-    req.flushHeaders();
-  });
-}
-
 describe("bodies announced and never sent", () => {
   it("300 idle public requests announcing 1 MiB each take no room: a customer's submission is accepted, and each is answered 408", async () => {
     const announcers = Array.from({ length: 300 }, () => idleAnnouncer("/auth/sign-up/email", MIB));
@@ -181,7 +143,12 @@ describe("the allowance per address", () => {
     // Asked again until the server has read what the first one sent (well within the idle timeout).
     let refused: RawAnswer | "admitted" = "admitted";
     for (let attempt = 0; attempt < 20 && refused === "admitted"; attempt++) {
-      refused = await announce(customer.key, "203.0.113.1", MIB);
+      refused = await announceUpload(
+        app.url,
+        "/api/process",
+        { authorization: `Bearer ${customer.key}`, "x-forwarded-for": "203.0.113.1" },
+        MIB,
+      );
       if (refused === "admitted") await sleep(100);
     }
     if (refused === "admitted") throw new Error("the first body's bytes never took room");
@@ -190,7 +157,14 @@ describe("the allowance per address", () => {
     expect(refused.body.code).toBe("service_unavailable");
 
     // The same announcement from another address fits in the room left.
-    expect(await announce(customer.key, "203.0.113.2", MIB)).toBe("admitted");
+    expect(
+      await announceUpload(
+        app.url,
+        "/api/process",
+        { authorization: `Bearer ${customer.key}`, "x-forwarded-for": "203.0.113.2" },
+        MIB,
+      ),
+    ).toBe("admitted");
     first.finish(body.subarray(size - 1));
     expect(await first.answer).toBe(200);
   }, 30_000);

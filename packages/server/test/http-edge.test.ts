@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount, signUp, uniqueEmail } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
-import { type RawAnswer, rawUpload } from "../../../test/support/raw-upload";
+import { announceUpload, type RawAnswer, rawUpload } from "../../../test/support/raw-upload";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
@@ -305,44 +305,12 @@ describe("the byte budget across bodies in flight", () => {
     };
   }
 
-  /** Announces `size` bytes: 503 when they cannot fit, or "admitted" (then abandoned at once). */
-  function announce(size: number): Promise<RawAnswer | "admitted"> {
-    return new Promise((resolve, reject) => {
-      const req = http.request(`${small.url}/api/process`, {
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${owner.key}`,
-          "content-type": "application/json",
-          "content-length": String(size),
-          expect: "100-continue",
-        },
-      });
-      req.on("continue", () => {
-        req.destroy();
-        resolve("admitted");
-      });
-      req.on("response", (res) => {
-        const parts: Buffer[] = [];
-        res.on("data", (part: Buffer) => parts.push(part));
-        res.on("end", () => {
-          const text = Buffer.concat(parts).toString("utf8");
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text), sent: 0, continued: false });
-          req.destroy();
-        });
-      });
-      req.on("error", (error) => {
-        if (!req.destroyed) reject(error);
-      });
-      req.flushHeaders();
-    });
-  }
-
   it("counts bytes as they arrive: an announced length takes no room, received bytes do", async () => {
     const size = 1_000_000;
     const first = admittedUpload(size);
     await first.admitted;
     // Announced and admitted, nothing sent: the room is untouched, a second announcement of the same size fits.
-    expect(await announce(size)).toBe("admitted");
+    expect(await announceUpload(small.url, "/api/process", { authorization: `Bearer ${owner.key}` }, size)).toBe("admitted");
 
     // Once all but the last byte of the first body has arrived, another 1,000,000 bytes cannot fit (1.5 MiB in all):
     // refused before it is sent. Asked again until the server has read what the first one sent.
@@ -350,7 +318,7 @@ describe("the byte budget across bodies in flight", () => {
     await first.send(body.subarray(0, size - 1));
     let refused: RawAnswer | "admitted" = "admitted";
     for (let attempt = 0; attempt < 50 && refused === "admitted"; attempt++) {
-      refused = await announce(size);
+      refused = await announceUpload(small.url, "/api/process", { authorization: `Bearer ${owner.key}` }, size);
       if (refused === "admitted") await new Promise((resolve) => setTimeout(resolve, 100));
     }
     if (refused === "admitted") throw new Error("the first body's bytes never took room");

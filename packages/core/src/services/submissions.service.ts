@@ -12,7 +12,13 @@ import { checkOutboundUrl } from "../lib/network-guard";
 import { type ProcessInput, type ProcessItemInput, processItemSchema, type SubmissionOutput } from "../schemas/process.schemas";
 import type { JobsStore, NewJob, SubmitRefusal } from "../stores/jobs.store";
 import { retryAfterSeconds } from "../stores/rate-limits.store";
-import { type FetchSession, IMAGE_FETCH_CONCURRENCY, ImageInputsService, RequestLevelError } from "./image-inputs.service";
+import {
+  type FetchSession,
+  IMAGE_FETCH_CONCURRENCY,
+  type ImageInputsDependencies,
+  ImageInputsService,
+  RequestLevelError,
+} from "./image-inputs.service";
 import type { Principal } from "./principal";
 
 const MINUTE = 60_000;
@@ -62,18 +68,8 @@ interface RejectedItem {
 export interface SubmissionsDependencies {
   jobs: JobsStore;
   blobs: BlobStore;
-  config: Pick<
-    Config,
-    | "maxImageBytes"
-    | "maxImagePixels"
-    | "maxRequestBytes"
-    | "webhookAllowInsecure"
-    | "imageFetchTimeoutMs"
-    | "imageFetchesInFlight"
-    | "imageFetchesPerAccount"
-    | "imageFetchQueueWaitMs"
-    | "generativeProvider"
-  >;
+  /** The image inputs' settings (it builds that service), and what routing and inspection need. */
+  config: ImageInputsDependencies["config"] & Pick<Config, "maxImagePixels" | "generativeProvider">;
   logger: Logger;
   /** The queue's job name and NOTIFY channel: a submission queues its jobs in its own transaction. */
   queue: { jobName: string; channel: string };
@@ -183,17 +179,20 @@ export class SubmissionsService {
     if (!isBatch && firstRejected) throw new RetouchError(firstRejected.code, firstRejected.error);
     const toFetch = prepared.filter((item): item is PreparedItem => !("error" in item));
 
+    // Whose limits apply, and when: the same for the pre-check and the submission itself.
+    const limitsFor = () => ({
+      userId: principal.userId,
+      ...(idempotencyKey !== undefined && hash !== undefined ? { idempotency: { key: idempotencyKey, requestHash: hash } } : {}),
+      now: Date.now(),
+      windowMs: MINUTE,
+      plans: PLAN_LIMITS_FOR_STORE,
+    });
+
     // The plan's limits and the balance, before any download: a doomed request fetches nothing. Read-only and
     // counted as if every remaining item were accepted; retouch_submit checks again, under the account's lock.
     if (toFetch.some((item) => item.image === undefined || (item.hasMask && item.mask === undefined))) {
       const precheck = await this.deps.jobs.precheck({
-        userId: principal.userId,
-        ...(idempotencyKey !== undefined && hash !== undefined
-          ? { idempotency: { key: idempotencyKey, requestHash: hash } }
-          : {}),
-        now: Date.now(),
-        windowMs: MINUTE,
-        plans: PLAN_LIMITS_FOR_STORE,
+        ...limitsFor(),
         ...(isBatch ? { batchSize: items.length } : {}),
         count: toFetch.length,
       });
@@ -221,13 +220,7 @@ export class SubmissionsService {
     const batchId = isBatch ? newId("bat") : null;
     try {
       const outcome = await this.deps.jobs.submit({
-        userId: principal.userId,
-        ...(idempotencyKey !== undefined && hash !== undefined
-          ? { idempotency: { key: idempotencyKey, requestHash: hash } }
-          : {}),
-        now: Date.now(),
-        windowMs: MINUTE,
-        plans: PLAN_LIMITS_FOR_STORE,
+        ...limitsFor(),
         queue: this.deps.queue,
         ...(batchId ? { batch: { id: batchId, size: items.length } } : {}),
         jobs: [

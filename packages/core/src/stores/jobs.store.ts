@@ -76,6 +76,23 @@ export type SubmitPrecheckOutcome =
   | { state: "replay"; response: unknown }
   | { state: "refused"; refusal: SubmitRefusal };
 
+/** The part of `retouch_submit`'s and `retouch_submit_precheck`'s argument that says whose limits apply, and when. */
+function accountPayload(request: Pick<SubmitRequest, "userId" | "idempotency" | "now" | "windowMs" | "plans">) {
+  return {
+    user_id: request.userId,
+    idempotency_key: request.idempotency?.key ?? null,
+    request_hash: request.idempotency?.requestHash ?? null,
+    now_ms: request.now,
+    window_ms: request.windowMs,
+    plans: Object.fromEntries(
+      Object.entries(request.plans).map(([name, limits]) => [
+        name,
+        { per_minute: limits.perMinute, concurrent: limits.concurrent },
+      ]),
+    ),
+  };
+}
+
 /** SQLSTATE of the refusals `retouch_submit` raises (migration 0006), and `retouch_submit_precheck` (0010). */
 const REFUSAL_SQLSTATE = "RTX01";
 
@@ -129,17 +146,7 @@ export class JobsStore {
    */
   async submit(request: SubmitRequest): Promise<SubmitOutcome> {
     const payload = {
-      user_id: request.userId,
-      idempotency_key: request.idempotency?.key ?? null,
-      request_hash: request.idempotency?.requestHash ?? null,
-      now_ms: request.now,
-      window_ms: request.windowMs,
-      plans: Object.fromEntries(
-        Object.entries(request.plans).map(([name, limits]) => [
-          name,
-          { per_minute: limits.perMinute, concurrent: limits.concurrent },
-        ]),
-      ),
+      ...accountPayload(request),
       batch: request.batch ?? null,
       jobs: request.jobs.map((job) => ({
         id: job.id,
@@ -184,17 +191,7 @@ export class JobsStore {
    */
   async precheck(request: SubmitPrecheck): Promise<SubmitPrecheckOutcome> {
     const payload = {
-      user_id: request.userId,
-      idempotency_key: request.idempotency?.key ?? null,
-      request_hash: request.idempotency?.requestHash ?? null,
-      now_ms: request.now,
-      window_ms: request.windowMs,
-      plans: Object.fromEntries(
-        Object.entries(request.plans).map(([name, limits]) => [
-          name,
-          { per_minute: limits.perMinute, concurrent: limits.concurrent },
-        ]),
-      ),
+      ...accountPayload(request),
       batch: request.batchSize === undefined ? null : { size: request.batchSize },
       count: request.count,
     };
