@@ -13,8 +13,9 @@ export function CheckEmailPage() {
     <PublicLayout>
       <h1>Check your email</h1>
       <p>
-        We sent a link to {email ? <strong>{email}</strong> : "your address"}. Open it to confirm the address: it signs you in and
-        takes you to your dashboard, where you can create API keys and run edits.
+        We sent a link to {email ? <strong>{email}</strong> : "your address"}. Open it in this browser to confirm the address: it
+        takes you back to your dashboard, where you can create API keys and run edits. Opened elsewhere, it confirms the address
+        and asks you to sign in.
       </p>
       <p className="muted">
         Running the service yourself without SMTP? The mail is written to <code>.data/outbox/</code> and its link is printed in
