@@ -34,10 +34,12 @@ export interface PatchInpainterOptions {
   /** Deterministic output for the same input. */
   seed?: number;
   /**
-   * The hole is grown by this share of the square root of its area (at least 1
-   * pixel) before it is filled: past the object's soft edge, which a mask drawn
-   * or segmented to the object leaves outside. Default 0.02 (5 pixels for a hole
-   * of 250 x 250). 0 keeps the hole as given.
+   * The fill is made as if the hole were grown by this share of the square root
+   * of its area (at least 1 pixel): past the object's soft edge, which a mask
+   * drawn or segmented to the object leaves outside, so that the edge's halo
+   * does not steer the fill. Only the given hole is written; the margin keeps
+   * its pixels (the remover decides what belongs to a neighbour). Default 0.02
+   * (5 pixels for a hole of 250 x 250); 0 fills from the hole's very edge.
    */
   marginFactor?: number;
   /**
@@ -151,7 +153,7 @@ export class PatchMatchInpainter implements Inpainter {
         vote(level, field, this.radius, best);
       }
     }
-    return composeFullResolution(image, mask, crop, base, field as Field, checkpoint);
+    return composeFullResolution(image, given, mask, crop, base, field as Field, checkpoint);
   }
 }
 
@@ -399,7 +401,7 @@ function validSources(level: Level, radius: number): Sources {
  * onion peel, which runs after this.
  */
 function rowFillLevel(level: Level): void {
-  const { width, height, values, hole } = level;
+  const { width, height, values, hole, rim } = level;
   const filled: number[] = [];
   for (let y = 0; y < height; y++) {
     const row = y * width;
@@ -411,8 +413,10 @@ function rowFillLevel(level: Level): void {
       }
       const start = x;
       while (x < width && hole[row + x]) x++;
-      const left = start > 0 ? row + start - 1 : -1;
-      const right = x < width ? row + x : -1;
+      // The ends are taken beyond the rim, which may still carry the object's halo.
+      const left =
+        start - 1 - rim >= 0 && !hole[row + start - 1 - rim] ? row + start - 1 - rim : start > 0 ? row + start - 1 : -1;
+      const right = x + rim < width && !hole[row + x + rim] ? row + x + rim : x < width ? row + x : -1;
       if (left < 0 && right < 0) continue;
       for (let k = start; k < x; k++) {
         const t = left < 0 ? 1 : right < 0 ? 0 : (k - start + 1) / (x - start + 1);
@@ -736,6 +740,7 @@ function medianDistance(distance: Float32Array, targets: Int32Array): number {
  */
 async function composeFullResolution(
   image: RgbaImage,
+  written: GreyImage,
   mask: GreyImage,
   crop: Rect,
   work: Level,
@@ -750,7 +755,8 @@ async function composeFullResolution(
     if ((y & 31) === 0) await checkpoint();
     for (let x = 0; x < crop.width; x++) {
       const full = (crop.y + y) * image.width + crop.x + x;
-      if ((mask.data[full] ?? 0) < 128) continue;
+      // Only the given hole is written: its margin stays as it was (a neighbour may own it).
+      if ((written.data[full] ?? 0) < 128) continue;
       const o = full * 4;
       const fx = clamp((x + 0.5) * scaleX - 0.5, 0, work.width - 1);
       const fy = clamp((y + 0.5) * scaleY - 0.5, 0, work.height - 1);

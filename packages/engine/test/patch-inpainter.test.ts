@@ -29,7 +29,8 @@ describe("PatchMatchInpainter", () => {
   it("continues a photographed brick wall better than a flat or a diffusion fill", async () => {
     const image = await fixture("brick.jpg");
     const mask = rectangleMask(image.width, image.height, 120, 90, 70, 70);
-    // A rectangle cut out of a texture has no soft edge to grow past: the hole as given.
+    // A rectangle cut out of a wall has no soft edge: the fill starts at the hole's very edge, where the
+    // bricks' alignment is (with the default margin, 1 pixel here, the error is about 560 against 380).
     const exact = new PatchMatchInpainter({ marginFactor: 0 });
     const patchError = maskedError(await exact.inpaint(image, mask, {}), image, mask);
     expect(patchError).toBeLessThan(maskedError(flatFill(image, mask), image, mask) * 0.5);
@@ -53,10 +54,10 @@ describe("PatchMatchInpainter", () => {
     expect(flat).toBe(0);
   });
 
-  it("changes no pixel outside the mask when told to keep the hole as given", async () => {
+  it("changes no pixel outside the mask", async () => {
     const image = blotches(160, 120);
     const mask = rectangleMask(160, 120, 40, 30, 30, 40);
-    const filled = await new PatchMatchInpainter({ marginFactor: 0 }).inpaint(image, mask, {});
+    const filled = await inpainter.inpaint(image, mask, {});
     let changedOutside = 0;
     let changedInside = 0;
     for (let i = 0; i < mask.data.length; i++) {
@@ -103,20 +104,13 @@ describe("PatchMatchInpainter", () => {
     });
   });
 
-  it("grows the hole by a margin scaled to it, and changes nothing beyond that margin", async () => {
+  it("fills as if the hole were grown past its edge, but writes only the hole", async () => {
+    // The margin keeps the edge's halo from steering the fill; what lies in it may belong to a neighbour.
     const image = blotches(160, 120);
     const mask = rectangleMask(160, 120, 40, 30, 30, 40);
-    const filled = await inpainter.inpaint(image, mask, {});
-    // 2% of the square root of 1200 pixels: 1 pixel.
-    const margin = dilate(mask.data, 160, 120, 1);
-    let changedBeyond = 0;
-    let changedInMargin = 0;
-    for (let i = 0; i < mask.data.length; i++) {
-      const changed = [0, 1, 2, 3].some((c) => filled.data[i * 4 + c] !== image.data[i * 4 + c]);
-      if (changed && !margin[i]) changedBeyond++;
-      if (changed && margin[i] && !mask.data[i]) changedInMargin++;
-    }
-    expect(changedBeyond).toBe(0);
-    expect(changedInMargin).toBeGreaterThan(0);
+    const grown = await inpainter.inpaint(image, mask, {});
+    const exact = await new PatchMatchInpainter({ marginFactor: 0 }).inpaint(image, mask, {});
+    // "changes no pixel outside the mask" holds for the grown search; the fill itself differs.
+    expect(Buffer.compare(Buffer.from(grown.data), Buffer.from(exact.data))).not.toBe(0);
   });
 });
