@@ -5,7 +5,7 @@
  * the matte, dilated a little, as the user's mask, through the engine as a job runs it
  * (the default engine: PatchMatch fills). Prints per photo the yardstick of
  * test/removal-quality.fixture.ts: ghost (luminance correlation with the original
- * inside the object; clean about 0), tone (fill minus ring in the same rows; clean
+ * inside the object, each row's mean taken out; clean about 0), tone (fill minus ring in the same rows; clean
  * within ±12 levels), texture (gradient inside the hole over the ring's; flat or
  * blurred about 0.5, copied from the surroundings about 1), outside (mean absolute
  * change beyond the hole; about 0) and the time. --out DIR writes each result as PNG

@@ -12,13 +12,19 @@ import { createCheckpoint } from "./work-checkpoint";
  * The method is Wexler, Shechtman and Irani's "space-time completion" with
  * Barnes et al.'s PatchMatch for the nearest-neighbour search:
  *
+ * - the hole is searched as if grown by a margin scaled to it (past the
+ *   object's soft edge), and a rim around that is never a source: a fill
+ *   copied from the object's halo rebuilds a ghost of it;
  * - a pyramid, coarsest level first; at the coarsest level the hole is a few
- *   pixels thick and is first filled by diffusion ("onion peel");
+ *   pixels thick and is first filled row by row from each row's ends beyond
+ *   the rim (the onion peel, which fills from the whole outline inward, only
+ *   where a row has no known end);
  * - at each level, alternate (a) PatchMatch: for every patch that overlaps the
  *   hole, find the most similar patch lying entirely outside it (propagation
  *   from the neighbours' matches plus a random search at shrinking radii), and
  *   (b) voting: each hole pixel becomes the similarity-weighted mean of what
- *   the overlapping patches' matches say it should be;
+ *   the overlapping patches' matches say it should be at coarse levels, and
+ *   what the best of them says at the two finest (a mean blurs texture);
  * - the match field is upsampled to the next level.
  *
  * Large images are inpainted on a crop around the hole, reduced to at most
