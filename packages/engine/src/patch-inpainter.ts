@@ -12,13 +12,19 @@ import { createCheckpoint } from "./work-checkpoint";
  * The method is Wexler, Shechtman and Irani's "space-time completion" with
  * Barnes et al.'s PatchMatch for the nearest-neighbour search:
  *
+ * - the hole is searched as if grown by a margin scaled to it (past the
+ *   object's soft edge), and a rim around that is never a source: a fill
+ *   copied from the object's halo rebuilds a ghost of it;
  * - a pyramid, coarsest level first; at the coarsest level the hole is a few
- *   pixels thick and is first filled by diffusion ("onion peel");
+ *   pixels thick and is first filled row by row from each row's ends beyond
+ *   the rim (the onion peel, which fills from the whole outline inward, only
+ *   where a row has no known end);
  * - at each level, alternate (a) PatchMatch: for every patch that overlaps the
  *   hole, find the most similar patch lying entirely outside it (propagation
  *   from the neighbours' matches plus a random search at shrinking radii), and
  *   (b) voting: each hole pixel becomes the similarity-weighted mean of what
- *   the overlapping patches' matches say it should be;
+ *   the overlapping patches' matches say it should be at coarse levels, and
+ *   what the best of them says at the two finest (a mean blurs texture);
  * - the match field is upsampled to the next level.
  *
  * Large images are inpainted on a crop around the hole, reduced to at most
@@ -33,10 +39,38 @@ export interface PatchInpainterOptions {
   workingPixels?: number;
   /** Deterministic output for the same input. */
   seed?: number;
+  /**
+   * The fill is made as if the hole were grown by this share of the square root
+   * of its area (at least 1 pixel): past the object's soft edge, which a mask
+   * drawn or segmented to the object leaves outside, so that the edge's halo
+   * does not steer the fill. Only the given hole is written; the margin keeps
+   * its pixels (the remover decides what belongs to a neighbour). Default 0.02
+   * (5 pixels for a hole of 250 x 250); 0 fills from the hole's very edge.
+   */
+  marginFactor?: number;
+  /**
+   * Patches within this share of the square root of the hole's area from the
+   * (grown) hole are never copied from: that rim still carries the object's
+   * halo (its shadow, blur, stray hair), and a fill copied from it rebuilds a
+   * ghost of the object. Default 0.04 (10 pixels for a hole of 250 x 250).
+   */
+  rimFactor?: number;
 }
 
 const DEFAULT_PATCH_RADIUS = 3;
 const DEFAULT_WORKING_PIXELS = 350_000;
+const DEFAULT_MARGIN_FACTOR = 0.02;
+const DEFAULT_RIM_FACTOR = 0.04;
+/**
+ * Levels of the pyramid (counted from the finest) whose hole pixels take the
+ * value of the best-matching overlapping patch rather than the weighted mean
+ * of all of them: a mean of several good but different patches of grass or
+ * leaves is a blur, and the search then matches the blur to the smoothest
+ * patches around, so the fill ends flatter than its surroundings (half their
+ * gradient energy on the real-photo yardstick). Coarser levels keep the mean,
+ * which settles the structure.
+ */
+const BEST_PATCH_LEVELS = 2;
 // Vote weights fall off at 0.3x the median match distance: sharper than the
 // median itself, because averaging many mediocre patches blurs texture.
 const SIGMA_FACTOR = 0.3;
@@ -64,6 +98,8 @@ interface Level {
   hole: Uint8Array;
   /** Squared weight of the texture features in the patch distance at this level. */
   textureWeight2: number;
+  /** Pixels around the hole that are never a source (the object's rim), at this level's scale. */
+  rim: number;
 }
 
 /** The nearest-neighbour field: for each target pixel, its source patch centre and distance. */
@@ -83,25 +119,30 @@ export class PatchMatchInpainter implements Inpainter {
   private readonly radius: number;
   private readonly workingPixels: number;
   private readonly seed: number;
+  private readonly marginFactor: number;
+  private readonly rimFactor: number;
 
   constructor(options: PatchInpainterOptions = {}) {
     this.radius = options.patchRadius ?? DEFAULT_PATCH_RADIUS;
     this.workingPixels = options.workingPixels ?? DEFAULT_WORKING_PIXELS;
     this.seed = options.seed ?? 0x5eed;
+    this.marginFactor = options.marginFactor ?? DEFAULT_MARGIN_FACTOR;
+    this.rimFactor = options.rimFactor ?? DEFAULT_RIM_FACTOR;
   }
 
-  async inpaint(image: RgbaImage, mask: GreyImage, context: WorkContext): Promise<RgbaImage> {
+  async inpaint(image: RgbaImage, given: GreyImage, context: WorkContext): Promise<RgbaImage> {
     const checkpoint = createCheckpoint(context.signal);
+    const { mask, area } = growHole(given, this.marginFactor);
     const bounds = holeBounds(mask);
     if (!bounds) return { data: copyBytes(image.data), width: image.width, height: image.height };
     const crop = contextCrop(bounds, image.width, image.height);
     const scale = Math.min(1, Math.sqrt(this.workingPixels / (crop.width * crop.height)));
-    const base = makeWorkingLevel(image, mask, crop, scale);
+    const base = makeWorkingLevel(image, mask, crop, scale, Math.ceil(this.rimFactor * Math.sqrt(area) * scale));
     const random = seededRandom(this.seed);
     const levels = buildPyramid(base, this.radius);
     const coarsest = levels[levels.length - 1] as Level;
     assertHasSources(coarsest, this.radius);
-    diffusionFillLevel(coarsest);
+    rowFillLevel(coarsest);
 
     let field: Field | undefined;
     for (let index = levels.length - 1; index >= 0; index--) {
@@ -109,16 +150,30 @@ export class PatchMatchInpainter implements Inpainter {
       field = field
         ? upsampleField(field, levels[index + 1] as Level, level, this.radius, random)
         : randomField(level, this.radius, random);
-      if (index < levels.length - 1) vote(level, field, this.radius);
+      const best = index < BEST_PATCH_LEVELS;
+      if (index < levels.length - 1) vote(level, field, this.radius, best);
       // Coarse levels are cheap and decide the structure: iterate more there.
       const rounds = index === 0 ? 3 : 5;
       for (let round = 0; round < rounds; round++) {
         await improveField(level, field, this.radius, random, round, checkpoint);
-        vote(level, field, this.radius);
+        vote(level, field, this.radius, best);
       }
     }
-    return composeFullResolution(image, mask, crop, base, field as Field, checkpoint);
+    return composeFullResolution(image, given, mask, crop, base, field as Field, checkpoint);
   }
+}
+
+/** The hole (255) grown by a margin scaled to its size, and the given hole's area in pixels. */
+function growHole(mask: GreyImage, marginFactor: number): { mask: GreyImage; area: number } {
+  const hole = new Uint8Array(mask.data.length);
+  let area = 0;
+  for (let i = 0; i < hole.length; i++) {
+    if ((mask.data[i] ?? 0) < 128) continue;
+    hole[i] = 255;
+    area++;
+  }
+  const margin = area === 0 || marginFactor <= 0 ? 0 : Math.max(1, Math.round(marginFactor * Math.sqrt(area)));
+  return { mask: { data: dilate(hole, mask.width, mask.height, margin), width: mask.width, height: mask.height }, area };
 }
 
 interface Rect {
@@ -156,7 +211,7 @@ function contextCrop(hole: Rect, width: number, height: number): Rect {
 }
 
 /** The crop at working scale: area-averaged colours of known pixels; a working pixel is a hole if any pixel under it is. */
-function makeWorkingLevel(image: RgbaImage, mask: GreyImage, crop: Rect, scale: number): Level {
+function makeWorkingLevel(image: RgbaImage, mask: GreyImage, crop: Rect, scale: number, rim: number): Level {
   const width = Math.max(1, Math.round(crop.width * scale));
   const height = Math.max(1, Math.round(crop.height * scale));
   const values = new Float32Array(width * height * CHANNELS);
@@ -181,7 +236,7 @@ function makeWorkingLevel(image: RgbaImage, mask: GreyImage, crop: Rect, scale: 
     for (let c = 0; c < 3; c++) values[i * CHANNELS + c] = hole[i] || total === 0 ? 0 : (values[i * CHANNELS + c] ?? 0) / total;
     if (total === 0) hole[i] = 1;
   }
-  const level = { width, height, values, hole, textureWeight2: FINE_TEXTURE_WEIGHT ** 2 };
+  const level = { width, height, values, hole, textureWeight2: FINE_TEXTURE_WEIGHT ** 2, rim };
   addTextureFeatures(level);
   return level;
 }
@@ -305,7 +360,7 @@ function halve(level: Level): Level {
       else for (let c = 0; c < CHANNELS; c++) values[i * CHANNELS + c] = (sum[c] ?? 0) / 4;
     }
   }
-  return { width, height, values, hole, textureWeight2: COARSE_TEXTURE_WEIGHT ** 2 };
+  return { width, height, values, hole, textureWeight2: COARSE_TEXTURE_WEIGHT ** 2, rim: Math.ceil(level.rim / 2) };
 }
 
 function assertHasSources(level: Level, radius: number): void {
@@ -314,7 +369,7 @@ function assertHasSources(level: Level, radius: number): void {
   }
 }
 
-/** Patch centres whose whole patch lies inside the image and outside the hole. */
+/** Patch centres whose whole patch lies inside the image, outside the hole and its rim. */
 interface Sources {
   valid: Uint8Array;
   list: Int32Array;
@@ -325,7 +380,7 @@ function validSources(level: Level, radius: number): Sources {
   const { width, height } = level;
   const holeMask = new Uint8Array(level.hole.length);
   for (let i = 0; i < holeMask.length; i++) holeMask[i] = level.hole[i] ? 255 : 0;
-  const near = dilate(holeMask, width, height, radius);
+  const near = dilate(holeMask, width, height, radius + level.rim);
   const valid = new Uint8Array(width * height);
   const list: number[] = [];
   for (let y = radius; y < height - radius; y++) {
@@ -338,6 +393,56 @@ function validSources(level: Level, radius: number): Sources {
     }
   }
   return { valid, list: Int32Array.from(list), count: list.length };
+}
+
+/**
+ * Starts the coarsest level row by row: each run of hole pixels in a row is
+ * interpolated between the known pixels at its two ends (or copies the one end
+ * it has). Rows, not the hole's outline: the onion peel fills from the whole
+ * border inward, so the sky above a person's head flows down into the shape of
+ * the head and the search then rebuilds that shape (a horizon that bulges
+ * where the person stood: the ghost). A scene's structure is mostly
+ * horizontal (horizon, table edge, floor), and each row's ends say what lies
+ * behind the object at that height. Rows without a known pixel are left to the
+ * onion peel, which runs after this.
+ */
+function rowFillLevel(level: Level): void {
+  const { width, height, values, hole, rim } = level;
+  const filled: number[] = [];
+  for (let y = 0; y < height; y++) {
+    const row = y * width;
+    let x = 0;
+    while (x < width) {
+      if (!hole[row + x]) {
+        x++;
+        continue;
+      }
+      const start = x;
+      while (x < width && hole[row + x]) x++;
+      // The ends are taken beyond the rim, which may still carry the object's halo.
+      const left =
+        start - 1 - rim >= 0 && !hole[row + start - 1 - rim] ? row + start - 1 - rim : start > 0 ? row + start - 1 : -1;
+      const right = x + rim < width && !hole[row + x + rim] ? row + x + rim : x < width ? row + x : -1;
+      if (left < 0 && right < 0) continue;
+      for (let k = start; k < x; k++) {
+        const t = left < 0 ? 1 : right < 0 ? 0 : (k - start + 1) / (x - start + 1);
+        const i = row + k;
+        for (let c = 0; c < CHANNELS; c++) {
+          const a = left < 0 ? 0 : (values[left * CHANNELS + c] ?? 0);
+          const b = right < 0 ? 0 : (values[right * CHANNELS + c] ?? 0);
+          values[i * CHANNELS + c] = (1 - t) * a + t * b;
+        }
+        filled.push(i);
+      }
+    }
+  }
+  // Known now for the onion peel; the hole itself is unchanged for everything after.
+  const hidden = level.hole;
+  const known = Uint8Array.from(hidden);
+  for (const i of filled) known[i] = 0;
+  level.hole = known;
+  diffusionFillLevel(level);
+  level.hole = hidden;
 }
 
 /**
@@ -392,6 +497,7 @@ export function diffusionFill(image: RgbaImage, mask: GreyImage): RgbaImage {
     values: new Float32Array(image.width * image.height * CHANNELS),
     hole: new Uint8Array(image.width * image.height),
     textureWeight2: 0,
+    rim: 0,
   };
   for (let i = 0; i < level.hole.length; i++) {
     level.hole[i] = (mask.data[i] ?? 0) >= 128 ? 1 : 0;
@@ -553,7 +659,11 @@ async function improveField(
  * overlapping patches' matches put there; a patch's weight falls with its
  * match distance (scale: the median distance).
  */
-function vote(level: Level, field: Field, radius: number): void {
+function vote(level: Level, field: Field, radius: number, best = false): void {
+  if (best) {
+    voteBest(level, field, radius);
+    return;
+  }
   const { width, height, values, hole } = level;
   const { sourceX, sourceY, distance, targets } = field;
   const sigma2 = Math.max(1, SIGMA_FACTOR * medianDistance(distance, targets));
@@ -587,6 +697,39 @@ function vote(level: Level, field: Field, radius: number): void {
   }
 }
 
+/**
+ * Each hole pixel takes what the best-matching patch overlapping it puts
+ * there: a real pixel of the surroundings, never a blend of several.
+ */
+function voteBest(level: Level, field: Field, radius: number): void {
+  const { width, height, values, hole } = level;
+  const { sourceX, sourceY, distance } = field;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = y * width + x;
+      if (!hole[i]) continue;
+      let bestDistance = Number.POSITIVE_INFINITY;
+      let bestSource = -1;
+      for (let dy = -radius; dy <= radius; dy++) {
+        const py = y + dy;
+        if (py < 0 || py >= height) continue;
+        for (let dx = -radius; dx <= radius; dx++) {
+          const px = x + dx;
+          if (px < 0 || px >= width) continue;
+          const p = py * width + px;
+          const sx = sourceX[p] ?? -1;
+          const d = distance[p] ?? Number.POSITIVE_INFINITY;
+          if (sx < 0 || d >= bestDistance) continue;
+          bestDistance = d;
+          bestSource = ((sourceY[p] ?? 0) - dy) * width + (sx - dx);
+        }
+      }
+      if (bestSource < 0) continue;
+      for (let c = 0; c < CHANNELS; c++) values[i * CHANNELS + c] = values[bestSource * CHANNELS + c] ?? 0;
+    }
+  }
+}
+
 function medianDistance(distance: Float32Array, targets: Int32Array): number {
   const values = new Float32Array(targets.length);
   for (let k = 0; k < targets.length; k++) values[k] = distance[targets[k] ?? 0] ?? 0;
@@ -603,6 +746,7 @@ function medianDistance(distance: Float32Array, targets: Int32Array): number {
  */
 async function composeFullResolution(
   image: RgbaImage,
+  written: GreyImage,
   mask: GreyImage,
   crop: Rect,
   work: Level,
@@ -617,7 +761,8 @@ async function composeFullResolution(
     if ((y & 31) === 0) await checkpoint();
     for (let x = 0; x < crop.width; x++) {
       const full = (crop.y + y) * image.width + crop.x + x;
-      if ((mask.data[full] ?? 0) < 128) continue;
+      // Only the given hole is written: its margin stays as it was (a neighbour may own it).
+      if ((written.data[full] ?? 0) < 128) continue;
       const o = full * 4;
       const fx = clamp((x + 0.5) * scaleX - 0.5, 0, work.width - 1);
       const fy = clamp((y + 0.5) * scaleY - 0.5, 0, work.height - 1);

@@ -69,4 +69,22 @@ describe("planEdit: who carries out a prompt", () => {
     expect(smile).toMatchObject({ ok: false, reason: "unsupported_instruction" });
     expect(planEdit({ prompt: "remove the background and make her smile" }, hosted)).toMatchObject({ executor: "provider" });
   });
+
+  it("accepts any detect term with a mask (the mask skips detection), and refuses an unknown one without", () => {
+    for (const detect of ["flux capacitor", "watermark . power line", "person"]) {
+      for (const prompt of ["remove it", "Remove the marked object"]) {
+        expect(planEdit({ prompt, detect, hasMask: true }, none), `${prompt} / ${detect}`).toMatchObject({
+          ok: true,
+          executor: "builtin",
+          workflow: "object_removal",
+        });
+      }
+    }
+    const unknown = planEdit({ prompt: "remove it", detect: "flux capacitor" }, none);
+    expect(unknown).toMatchObject({ ok: false, reason: "target_not_detectable" });
+    if (unknown.ok) return;
+    expect(unknown.message).toMatch(/"flux capacitor" is not something the detector knows; send a mask/);
+    // A term the detector knows needs no mask.
+    expect(planEdit({ prompt: "remove it", detect: "person . dog" }, none)).toMatchObject({ ok: true, executor: "builtin" });
+  });
 });

@@ -69,6 +69,25 @@ describe("each workflow, end to end", () => {
     expect(data[centre + 1]).toBeGreaterThan(200);
   });
 
+  it("object removal with a mask and a detect term no detector knows: accepted, the mask says what to fill", async () => {
+    // The spec: a mask skips detection, so `detect` does not have to name something the detector knows.
+    const photo = await productPhoto({ format: "png" });
+    const mask = await rectangleMask(320, 240, { left: 80, top: 40, width: 160, height: 160 });
+    const { jobId, status } = await submitAndWait({
+      image: base64(photo),
+      prompt: "remove it",
+      detect: "flux capacitor",
+      mask: base64(mask),
+    });
+    expect(status).toMatchObject({ status: "done", format: "jpeg", width: 320, height: 240 });
+    const { data, info } = await sharp((await download(jobId)).bytes)
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    const centre = ((info.height / 2) * info.width + info.width / 2) * info.channels;
+    expect(data[centre]).toBeGreaterThan(200);
+    expect(data[centre + 1]).toBeGreaterThan(200);
+  });
+
   it("generative editing: black and white, as WebP at the requested quality", async () => {
     const { jobId, status } = await submitAndWait({
       image: base64(await productPhoto()),
