@@ -229,13 +229,16 @@ export class DetectAndInpaintRemover implements ObjectRemover {
       const verdict = verdicts.get(target);
       if (!verdict?.confirmed) continue;
       throwIfCancelled(context.signal);
-      const full = await resizeGrey(verdict.mask, image.width, image.height);
-      const on = new Uint8Array(full.data.length);
-      for (let i = 0; i < on.length; i++) if ((full.data[i] ?? 0) >= 128) on[i] = 255;
-      // The margin grows with the object: its soft edge, its anti-aliasing, a shadow's rim.
+      const on = await atImageSize(verdict.mask, image);
+      // The margin grows with the object: its soft edge, its anti-aliasing, a shadow's rim; never into a neighbour.
       const radius = Math.max(3, Math.round(MARGIN_PER_DIAGONAL * Math.hypot(target.box.width, target.box.height)));
       const widened = dilate(on, image.width, image.height, radius);
-      for (let i = 0; i < mask.length; i++) if (widened[i]) mask[i] = 255;
+      const kept = new Uint8Array(on.length);
+      for (const neighbour of verdict.keep) {
+        const own = await atImageSize(neighbour, image);
+        for (let i = 0; i < kept.length; i++) if (own[i]) kept[i] = 255;
+      }
+      for (let i = 0; i < mask.length; i++) if (widened[i] && !kept[i]) mask[i] = 255;
       outlines.push({ detection: target, source: "segmenter" });
     }
     this.assertHoleFits(mask, chosen);
@@ -305,14 +308,19 @@ export const CONFIRMATION = {
 /** The hole's margin around the segmenter's mask, as a fraction of the object's box diagonal. */
 const MARGIN_PER_DIAGONAL = 0.015;
 
-type Confirmation = { confirmed: true; mask: GreyImage } | { confirmed: false; why: string };
+/** A confirmed target's mask, and the masks of the neighbours it must leave (all at the encoder's scale). */
+type Confirmation = { confirmed: true; mask: GreyImage; keep: GreyImage[] } | { confirmed: false; why: string };
 
 /**
  * Whether the segmenter confirms a detection, and its mask. A detection is
  * not confirmed when the same box was given another label with a higher
  * score (the detector's own vote: a cat's face taken for a "person" at 0.24
  * beside "dog" at 0.47), or when the mask prompted by its box is unlike an
- * object framed by that box (see CONFIRMATION).
+ * object framed by that box (see CONFIRMATION). Each confident detection
+ * reaching into the box is segmented from its own box too: one the target's
+ * mask surrounds (a tie on a shirt) goes with it; any other is a neighbour
+ * the hole must leave (a ball against a player's legs), and its centre, when
+ * inside the target's box, is a point the target's prompt leaves out.
  */
 async function confirmDetection(
   target: Detection,
@@ -327,16 +335,23 @@ async function confirmDetection(
   if (rival) return { confirmed: false, why: `the same box is more likely a ${rival.label}` };
   const { box } = target;
   const targetArea = box.width * box.height;
+  const first = await segmenter.segment(embedding, box, [], context);
   const leaveOut: PromptPoint[] = [];
+  const keep: GreyImage[] = [];
   for (const other of detections) {
     if (other === target || other.score < CONFIDENT_NEIGHBOUR || isDuplicate(other.box, target.box)) continue;
     // What holds the target (the bench under a person) is not a neighbour to leave out.
-    if (intersectionArea(other.box, box) >= 0.9 * targetArea) continue;
+    if (intersectionArea(other.box, box) >= 0.9 * targetArea || intersectionArea(other.box, box) === 0) continue;
+    throwIfCancelled(context.signal);
+    const own = await segmenter.segment(embedding, other.box, [], context);
+    // Not clearly an object of its own, or one the target surrounds (a tie on a shirt): it goes with the target.
+    if (own.predictedIou < CONFIRMATION.minPredictedIou || isEnclosed(own.mask.data, { ...first.mask })) continue;
+    keep.push(own.mask);
     const x = other.box.x + other.box.width / 2;
     const y = other.box.y + other.box.height / 2;
     if (x > box.x && x < box.x + box.width && y > box.y && y < box.y + box.height) leaveOut.push({ x, y, include: false });
   }
-  const answer = await segmenter.segment(embedding, box, leaveOut, context);
+  const answer = leaveOut.length > 0 ? await segmenter.segment(embedding, box, leaveOut, context) : first;
   const { mask, scale } = answer;
   const inBox = { x0: box.x * scale, y0: box.y * scale, x1: (box.x + box.width) * scale, y1: (box.y + box.height) * scale };
   let area = 0;
@@ -355,7 +370,15 @@ async function confirmDetection(
   if (fill < CONFIRMATION.minBoxFill) return { confirmed: false, why: `its mask fills ${Math.round(fill * 100)}% of the box` };
   if (share < CONFIRMATION.minInsideBox)
     return { confirmed: false, why: `${Math.round(share * 100)}% of its mask lies inside the box` };
-  return { confirmed: true, mask };
+  return { confirmed: true, mask, keep };
+}
+
+/** A mask at the encoder's scale brought to the image's size, 255 where it is on. */
+async function atImageSize(mask: GreyImage, image: RgbaImage): Promise<Uint8Array> {
+  const full = await resizeGrey(mask, image.width, image.height);
+  const on = new Uint8Array(full.data.length);
+  for (let i = 0; i < on.length; i++) if ((full.data[i] ?? 0) >= 128) on[i] = 255;
+  return on;
 }
 
 /** A cancelled edit's error, which no fallback may swallow. */
@@ -493,7 +516,7 @@ function rasterise(claim: Claim, grid: LocalMask): Uint8Array {
  * just outside it lies in the target's shape. A ball beside a person touches
  * the figure along a small part of its edge only.
  */
-function isEnclosed(claim: Uint8Array, shape: Shape): boolean {
+function isEnclosed(claim: Uint8Array, shape: Pick<Shape, "width" | "height" | "data">): boolean {
   const { width, height } = shape;
   const ring = dilate(claim, width, height, 2);
   let around = 0;

