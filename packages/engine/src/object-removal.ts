@@ -12,6 +12,7 @@ import type {
   WorkContext,
 } from "./engine.ports";
 import { EngineError } from "./engine-error";
+import { resizeGrey } from "./image-codec";
 import { coverage, dilate } from "./mask-ops";
 import { BUILT_IN_CATALOG } from "./models/model-catalog";
 import {
@@ -26,6 +27,7 @@ import {
   selectShape,
 } from "./object-shape";
 import type { Rgb } from "./prompt-text";
+import type { ImageEmbedding, PromptableSegmenter, PromptPoint } from "./segmenter.minisam";
 import { throwIfCancelled } from "./work-checkpoint";
 
 /**
@@ -43,6 +45,11 @@ export interface DetectAndInpaintOptions {
   maxTargetCoverage?: number;
   /** A learned model that finds a detected object's own shape around its box; without one, the box is refined by colour. */
   segmenter?: SubjectSegmenter;
+  /**
+   * A promptable segmenter (SAM): each detection's box becomes the object's own mask, and a
+   * detection it does not confirm is dropped. When it cannot run, the shapes above are the fallback.
+   */
+  promptable?: PromptableSegmenter;
 }
 
 /** The command that installs the default learned model, for messages that need one. */
@@ -52,6 +59,7 @@ export class DetectAndInpaintRemover implements ObjectRemover {
   private readonly maxMaskCoverage: number;
   private readonly maxTargetCoverage: number;
   private readonly segmenter: SubjectSegmenter | undefined;
+  private readonly promptable: PromptableSegmenter | undefined;
 
   constructor(
     private readonly detector: ObjectDetector,
@@ -61,6 +69,7 @@ export class DetectAndInpaintRemover implements ObjectRemover {
     this.maxMaskCoverage = options.maxMaskCoverage ?? 0.7;
     this.maxTargetCoverage = options.maxTargetCoverage ?? 0.3;
     this.segmenter = options.segmenter;
+    this.promptable = options.promptable;
   }
 
   async removeObjects(task: ObjectRemovalTask, context: WorkContext): Promise<RgbaImage> {
@@ -88,6 +97,8 @@ export class DetectAndInpaintRemover implements ObjectRemover {
     const { image } = task;
     const queries = this.readTerms(task.terms);
     const detections = await this.detector.detect(image, context);
+    const segmenter = await this.embed(image, context);
+    if (segmenter.embedding) return this.maskFromPrompts(image, queries, detections, segmenter.embedding, context);
     const meanColour = (box: Box) => meanColourOf(image, box);
     const chosen: Detection[] = [];
     for (const query of queries) {
@@ -142,6 +153,15 @@ export class DetectAndInpaintRemover implements ObjectRemover {
       paintShape(mask, image.width, image.height, shape, radius, claims);
       outlines.push({ detection: target, source: found.candidate.source });
     }
+    this.assertHoleFits(mask, chosen);
+    return {
+      mask: { data: mask, width: image.width, height: image.height },
+      outlines,
+      ...(segmenter.failure ? { segmenterFailure: segmenter.failure } : {}),
+    };
+  }
+
+  private assertHoleFits(mask: Uint8Array, chosen: Detection[]): void {
     const covered = coverage(mask);
     if (covered > this.maxTargetCoverage) {
       const what = chosen.length === 1 ? `The ${chosen[0]?.label}` : `The ${chosen.length} objects`;
@@ -150,7 +170,81 @@ export class DetectAndInpaintRemover implements ObjectRemover {
         `${what} to remove would leave a hole of ${Math.round(covered * 100)}% of the picture; at most ${Math.round(this.maxTargetCoverage * 100)}% can be filled believably. Send a mask if that is really meant.`,
       );
     }
-    return { mask: { data: mask, width: image.width, height: image.height }, outlines };
+  }
+
+  /** The image encoded for the promptable segmenter; undefined (with why) when there is none or it cannot run. */
+  private async embed(image: RgbaImage, context: WorkContext): Promise<{ embedding?: ImageEmbedding; failure?: string }> {
+    if (!this.promptable) return {};
+    try {
+      return { embedding: await this.promptable.embed(image, context) };
+    } catch (error) {
+      if (isCancellation(error, context)) throw error;
+      // The older shape finders still work without it; the outcome says the segmenter was not used.
+      return { failure: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  /**
+   * The hole from the promptable segmenter: the named things chosen among the
+   * detections the segmenter confirms (a detection it does not confirm is
+   * dropped and the choice made again, so "the person on the left" is never a
+   * false person), each one's mask from its box, with the other detections
+   * inside the box as points to leave out, widened by a margin scaled to it.
+   */
+  private async maskFromPrompts(
+    image: RgbaImage,
+    queries: TargetQuery[],
+    detections: Detection[],
+    embedding: ImageEmbedding,
+    context: WorkContext,
+  ): Promise<RemovalMask> {
+    const meanColour = (box: Box) => meanColourOf(image, box);
+    const verdicts = new Map<Detection, Confirmation>();
+    let candidates = detections;
+    let chosen: Detection[] = [];
+    for (;;) {
+      chosen = [];
+      for (const query of queries) {
+        const selection = selectDetections(query, candidates, { width: image.width, height: image.height, meanColour });
+        if (selection.kind === "not_found") throw new EngineError("nothing_detected", selection.message);
+        if (selection.kind === "ambiguous") throw new EngineError("unsupported_instruction", selection.message);
+        for (const detection of selection.detections) if (!chosen.includes(detection)) chosen.push(detection);
+      }
+      const unconfirmed: Detection[] = [];
+      for (const target of chosen) {
+        throwIfCancelled(context.signal);
+        let verdict = verdicts.get(target);
+        if (!verdict) {
+          verdict = await confirmDetection(target, detections, embedding, this.promptable as PromptableSegmenter, context);
+          verdicts.set(target, verdict);
+        }
+        if (!verdict.confirmed) unconfirmed.push(target);
+      }
+      if (unconfirmed.length === 0) break;
+      candidates = candidates.filter((detection) => !unconfirmed.includes(detection));
+    }
+    const mask = new Uint8Array(image.width * image.height);
+    const outlines: RemovalMask["outlines"] = [];
+    for (const target of chosen) {
+      const verdict = verdicts.get(target);
+      if (!verdict?.confirmed) continue;
+      throwIfCancelled(context.signal);
+      const on = await atImageSize(verdict.mask, image);
+      // The margin grows with the object: its soft edge, its anti-aliasing, a shadow's rim; never into a neighbour.
+      const radius = Math.max(3, Math.round(MARGIN_PER_DIAGONAL * Math.hypot(target.box.width, target.box.height)));
+      const widened = dilate(on, image.width, image.height, radius);
+      const kept = new Uint8Array(on.length);
+      for (const neighbour of verdict.keep) {
+        const own = await atImageSize(neighbour, image);
+        for (let i = 0; i < kept.length; i++) if (own[i]) kept[i] = 255;
+      }
+      for (let i = 0; i < mask.length; i++) if (widened[i] && !kept[i]) mask[i] = 255;
+      outlines.push({ detection: target, source: "segmenter" });
+    }
+    this.assertHoleFits(mask, chosen);
+    const dropped: { detection: Detection; why: string }[] = [];
+    for (const [detection, verdict] of verdicts) if (!verdict.confirmed) dropped.push({ detection, why: verdict.why });
+    return { mask: { data: mask, width: image.width, height: image.height }, outlines, dropped };
   }
 
   private readTerms(terms: string[]): TargetQuery[] {
@@ -190,7 +284,106 @@ export class DetectAndInpaintRemover implements ObjectRemover {
 /** The hole built from detections, and how each target's outline was found. */
 export interface RemovalMask {
   mask: GreyImage;
-  outlines: { detection: Detection; source: "model" | "colour" | "box" }[];
+  outlines: { detection: Detection; source: "segmenter" | "model" | "colour" | "box" }[];
+  /** Detections the promptable segmenter did not confirm, and why: they were not removed. */
+  dropped?: { detection: Detection; why: string }[];
+  /** Why the promptable segmenter was not used though configured (the older shape finders were). */
+  segmenterFailure?: string;
+}
+
+/**
+ * What the promptable segmenter's answer must look like for a detection to
+ * count as a real object, calibrated on the photographs in test/fixtures
+ * (docs/engine.md#promptable-segmenter has the figures).
+ */
+export const CONFIRMATION = {
+  /** The decoder's own predicted IoU. */
+  minPredictedIou: 0.8,
+  /** The mask's area over its box's: a box around nothing gets a sliver (a tongue in a "person" box). */
+  minBoxFill: 0.35,
+  /** The mask's share inside its box: a mask that spills far out is another, larger thing. */
+  minInsideBox: 0.7,
+} as const;
+
+/** The hole's margin around the segmenter's mask, as a fraction of the object's box diagonal. */
+const MARGIN_PER_DIAGONAL = 0.015;
+
+/** A confirmed target's mask, and the masks of the neighbours it must leave (all at the encoder's scale). */
+type Confirmation = { confirmed: true; mask: GreyImage; keep: GreyImage[] } | { confirmed: false; why: string };
+
+/**
+ * Whether the segmenter confirms a detection, and its mask. A detection is
+ * not confirmed when the same box was given another label with a higher
+ * score (the detector's own vote: a cat's face taken for a "person" at 0.24
+ * beside "dog" at 0.47), or when the mask prompted by its box is unlike an
+ * object framed by that box (see CONFIRMATION). Each confident detection
+ * reaching into the box is segmented from its own box too: one the target's
+ * mask surrounds (a tie on a shirt) goes with it; any other is a neighbour
+ * the hole must leave (a ball against a player's legs), and its centre, when
+ * inside the target's box, is a point the target's prompt leaves out.
+ */
+async function confirmDetection(
+  target: Detection,
+  detections: Detection[],
+  embedding: ImageEmbedding,
+  segmenter: PromptableSegmenter,
+  context: WorkContext,
+): Promise<Confirmation> {
+  const rival = detections.find(
+    (other) => other.label !== target.label && other.score > target.score && isDuplicate(other.box, target.box),
+  );
+  if (rival) return { confirmed: false, why: `the same box is more likely a ${rival.label}` };
+  const { box } = target;
+  const targetArea = box.width * box.height;
+  const first = await segmenter.segment(embedding, box, [], context);
+  const leaveOut: PromptPoint[] = [];
+  const keep: GreyImage[] = [];
+  for (const other of detections) {
+    if (other === target || other.score < CONFIDENT_NEIGHBOUR || isDuplicate(other.box, target.box)) continue;
+    // What holds the target (the bench under a person) is not a neighbour to leave out.
+    if (intersectionArea(other.box, box) >= 0.9 * targetArea || intersectionArea(other.box, box) === 0) continue;
+    throwIfCancelled(context.signal);
+    const own = await segmenter.segment(embedding, other.box, [], context);
+    // Not clearly an object of its own, or one the target surrounds (a tie on a shirt): it goes with the target.
+    if (own.predictedIou < CONFIRMATION.minPredictedIou || isEnclosed(own.mask.data, { ...first.mask })) continue;
+    keep.push(own.mask);
+    const x = other.box.x + other.box.width / 2;
+    const y = other.box.y + other.box.height / 2;
+    if (x > box.x && x < box.x + box.width && y > box.y && y < box.y + box.height) leaveOut.push({ x, y, include: false });
+  }
+  const answer = leaveOut.length > 0 ? await segmenter.segment(embedding, box, leaveOut, context) : first;
+  const { mask, scale } = answer;
+  const inBox = { x0: box.x * scale, y0: box.y * scale, x1: (box.x + box.width) * scale, y1: (box.y + box.height) * scale };
+  let area = 0;
+  let inside = 0;
+  for (let y = 0; y < mask.height; y++) {
+    for (let x = 0; x < mask.width; x++) {
+      if (!mask.data[y * mask.width + x]) continue;
+      area++;
+      if (x + 0.5 >= inBox.x0 && x + 0.5 < inBox.x1 && y + 0.5 >= inBox.y0 && y + 0.5 < inBox.y1) inside++;
+    }
+  }
+  const fill = area / Math.max(1, targetArea * scale * scale);
+  const share = area === 0 ? 0 : inside / area;
+  if (answer.predictedIou < CONFIRMATION.minPredictedIou)
+    return { confirmed: false, why: `the segmenter's predicted IoU is ${answer.predictedIou.toFixed(2)}` };
+  if (fill < CONFIRMATION.minBoxFill) return { confirmed: false, why: `its mask fills ${Math.round(fill * 100)}% of the box` };
+  if (share < CONFIRMATION.minInsideBox)
+    return { confirmed: false, why: `${Math.round(share * 100)}% of its mask lies inside the box` };
+  return { confirmed: true, mask, keep };
+}
+
+/** A mask at the encoder's scale brought to the image's size, 255 where it is on. */
+async function atImageSize(mask: GreyImage, image: RgbaImage): Promise<Uint8Array> {
+  const full = await resizeGrey(mask, image.width, image.height);
+  const on = new Uint8Array(full.data.length);
+  for (let i = 0; i < on.length; i++) if ((full.data[i] ?? 0) >= 128) on[i] = 255;
+  return on;
+}
+
+/** A cancelled edit's error, which no fallback may swallow. */
+function isCancellation(error: unknown, context: WorkContext): boolean {
+  return context.signal?.aborted === true || (error instanceof EngineError && error.reason === "cancelled");
 }
 
 interface ShapeWithCandidate {
@@ -323,7 +516,7 @@ function rasterise(claim: Claim, grid: LocalMask): Uint8Array {
  * just outside it lies in the target's shape. A ball beside a person touches
  * the figure along a small part of its edge only.
  */
-function isEnclosed(claim: Uint8Array, shape: Shape): boolean {
+function isEnclosed(claim: Uint8Array, shape: Pick<Shape, "width" | "height" | "data">): boolean {
   const { width, height } = shape;
   const ring = dilate(claim, width, height, 2);
   let around = 0;

@@ -11,14 +11,16 @@ type Request =
   | { kind: "load"; id: number; spec: OnnxModelSpec }
   | { kind: "run"; id: number; spec: OnnxModelSpec; input: FloatTensor }
   | { kind: "feeds"; id: number; spec: OnnxModelSpec; feeds: Record<string, Tensor> }
+  | { kind: "outputs"; id: number; spec: OnnxModelSpec; feeds: Record<string, Tensor> }
   | { kind: "cancel"; id: number }
   | { kind: "retain"; keep: OnnxModelSpec[] };
 type Call =
   | { kind: "load"; spec: OnnxModelSpec }
   | { kind: "run"; spec: OnnxModelSpec; input: FloatTensor }
-  | { kind: "feeds"; spec: OnnxModelSpec; feeds: Record<string, Tensor> };
+  | { kind: "feeds"; spec: OnnxModelSpec; feeds: Record<string, Tensor> }
+  | { kind: "outputs"; spec: OnnxModelSpec; feeds: Record<string, Tensor> };
 type Reply =
-  | { id: number; ok: true; info?: OnnxModelInfo; output?: Tensor }
+  | { id: number; ok: true; info?: OnnxModelInfo; output?: Tensor; outputs?: Record<string, Tensor> }
   | { id: number; ok: false; error: { message: string; reason?: EngineFailureReason } };
 
 interface Pending {
@@ -75,13 +77,21 @@ export class RemoteOnnxRunner implements OnnxRunner {
   }
 
   async runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor> {
-    const moved = Object.fromEntries(
-      Object.entries(feeds).map(([name, tensor]) => [name, { data: movable(tensor.data), dims: tensor.dims }]),
-    );
-    const transfer = Object.values(moved).map((tensor) => tensor.data.buffer as ArrayBuffer);
+    const { moved, transfer } = movableFeeds(feeds);
     const reply = await this.request({ kind: "feeds", spec, feeds: moved }, transfer, signal);
     if (!reply.output) throw new EngineError("model_failed", "The model runner returned no output.");
     return reply.output;
+  }
+
+  async runOutputs(
+    spec: OnnxModelSpec,
+    feeds: Readonly<Record<string, Tensor>>,
+    signal?: AbortSignal,
+  ): Promise<Record<string, Tensor>> {
+    const { moved, transfer } = movableFeeds(feeds);
+    const reply = await this.request({ kind: "outputs", spec, feeds: moved }, transfer, signal);
+    if (!reply.outputs) throw new EngineError("model_failed", "The model runner returned no output.");
+    return reply.outputs;
   }
 
   retain(keep: readonly OnnxModelSpec[]): void {
@@ -106,6 +116,22 @@ export class RemoteOnnxRunner implements OnnxRunner {
 /** The array itself when it owns its whole buffer (which can then be moved), else a copy that does. */
 function movable<T extends Float32Array | Uint8Array>(data: T): T {
   return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : (data.slice() as T);
+}
+
+/** The feeds with buffers of their own, and those buffers, to move them across. */
+function movableFeeds(feeds: Readonly<Record<string, Tensor>>): { moved: Record<string, Tensor>; transfer: ArrayBuffer[] } {
+  const moved = Object.fromEntries(
+    Object.entries(feeds).map(([name, tensor]) => [name, { data: movable(tensor.data), dims: tensor.dims }]),
+  );
+  return { moved, transfer: Object.values(moved).map((tensor) => tensor.data.buffer as ArrayBuffer) };
+}
+
+/** A copy of its own: onnxruntime's output may be a view on memory it manages, which cannot be moved. */
+function owned(tensor: Tensor): Tensor {
+  return {
+    data: tensor.data instanceof Uint8Array ? new Uint8Array(tensor.data) : new Float32Array(tensor.data),
+    dims: tensor.dims,
+  };
 }
 
 /** The inference thread's side: answers one engine thread's port from `runner`. */
@@ -135,6 +161,13 @@ export function serveOnnxRunner(port: MessagePort, runner: OnnxRunner): void {
       }
       const controller = new AbortController();
       cancels.set(message.id, controller);
+      if (message.kind === "outputs") {
+        const outputs = await runner.runOutputs(message.spec, message.feeds, controller.signal);
+        const copies = Object.fromEntries(Object.entries(outputs).map(([name, tensor]) => [name, owned(tensor)]));
+        const buffers = Object.values(copies).map((tensor) => tensor.data.buffer as ArrayBuffer);
+        port.postMessage({ id: message.id, ok: true, outputs: copies } satisfies Reply, buffers);
+        return;
+      }
       const output =
         message.kind === "run"
           ? await runner.run(message.spec, message.input, controller.signal)

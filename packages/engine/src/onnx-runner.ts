@@ -10,6 +10,8 @@ import { throwIfCancelled } from "./work-checkpoint";
 export interface OnnxModelSpec {
   path: string;
   inputSize?: number;
+  /** Keep every output of the graph (by default all but the first are pruned at load): for `runOutputs`. */
+  allOutputs?: boolean;
 }
 
 export interface FloatTensor {
@@ -53,6 +55,11 @@ export interface OnnxRunner {
   run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor>;
   /** Runs the model on named inputs (float32 or uint8) and returns its first output, float32 or uint8. */
   runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor>;
+  /**
+   * Runs a model loaded with `allOutputs` and returns every output by name (the SAM decoder's
+   * masks and its predicted IoU, which says whether the prompt found an object at all).
+   */
+  runOutputs(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Record<string, Tensor>>;
   /** Drops the sessions of every model not in `keep`. */
   retain?(keep: readonly OnnxModelSpec[]): void;
 }
@@ -62,7 +69,7 @@ export interface LocalOnnxRunnerOptions {
   threads?: number;
 }
 
-const keyOf = (spec: OnnxModelSpec) => `${spec.inputSize ?? "declared"}:${spec.path}`;
+const keyOf = (spec: OnnxModelSpec) => `${spec.inputSize ?? "declared"}:${spec.allOutputs ? "all" : "first"}:${spec.path}`;
 
 /**
  * Sessions in this thread, one per model and size, and one run at a time.
@@ -94,23 +101,36 @@ export class LocalOnnxRunner implements OnnxRunner {
   }
 
   async run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor> {
-    const output = await this.forward(spec, (session) => ({ [session.inputNames[0] ?? ""]: input }), signal);
-    if (!(output.data instanceof Float32Array)) {
+    const outputs = await this.forward(spec, (session) => ({ [session.inputNames[0] ?? ""]: input }), signal);
+    const output = Object.values(outputs)[0];
+    if (!(output?.data instanceof Float32Array)) {
       throw new EngineError("model_failed", `The model ${spec.path} did not return float values.`);
     }
     return { data: output.data, dims: output.dims };
   }
 
-  runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor> {
-    return this.forward(spec, () => feeds, signal);
+  async runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor> {
+    const outputs = await this.forward(spec, () => feeds, signal, false);
+    const first = Object.values(outputs)[0];
+    if (!first) throw new EngineError("model_failed", `The model ${spec.path} returned no output.`);
+    return first;
   }
 
-  /** One forward pass, in line behind the others: the first output, float32 or uint8. */
-  private forward(
+  runOutputs(
+    spec: OnnxModelSpec,
+    feeds: Readonly<Record<string, Tensor>>,
+    signal?: AbortSignal,
+  ): Promise<Record<string, Tensor>> {
+    return this.forward(spec, () => feeds, signal, true);
+  }
+
+  /** One forward pass, in line behind the others: the first output (or every one), float32 or uint8. */
+  private async forward(
     spec: OnnxModelSpec,
     feedsFor: (session: InferenceSession) => Readonly<Record<string, Tensor>>,
     signal: AbortSignal | undefined,
-  ): Promise<Tensor> {
+    every = false,
+  ): Promise<Record<string, Tensor>> {
     const result = this.queue.then(async () => {
       // Waiting in line may outlast the edit that asked.
       throwIfCancelled(signal);
@@ -129,13 +149,18 @@ export class LocalOnnxRunner implements OnnxRunner {
               : new ort.Tensor("float32", tensor.data, [...tensor.dims]),
           ]),
         );
-        // Only the first output is read; the others were dropped from the graph at load (modelSource).
-        const outputs = await session.run(feeds, [outputName]);
-        const output = outputs[outputName];
-        if (!(output?.data instanceof Float32Array || output?.data instanceof Uint8Array)) {
-          throw new EngineError("model_failed", `The model ${spec.path} returned neither float nor 8-bit values.`);
+        // Unless the spec keeps them all, only the first output is read; the others were dropped from the graph at load (modelSource).
+        const names = every ? [...session.outputNames] : [outputName];
+        const outputs = await session.run(feeds, names);
+        const read: Record<string, Tensor> = {};
+        for (const name of names) {
+          const output = outputs[name];
+          if (!(output?.data instanceof Float32Array || output?.data instanceof Uint8Array)) {
+            throw new EngineError("model_failed", `The model ${spec.path} returned neither float nor 8-bit values.`);
+          }
+          read[name] = { data: output.data, dims: output.dims };
         }
-        return { data: output.data, dims: output.dims };
+        return read;
       } catch (error) {
         if (error instanceof EngineError) throw error;
         throw new EngineError("model_failed", `The model ${spec.path} failed to run.`, { cause: error });
@@ -206,7 +231,7 @@ export class LocalOnnxRunner implements OnnxRunner {
    */
   private async modelSource(spec: OnnxModelSpec): Promise<string | Uint8Array> {
     const file = new Uint8Array(await readFile(spec.path));
-    const pruned = withFirstOutputOnly(file) ?? file;
+    const pruned = spec.allOutputs ? file : (withFirstOutputOnly(file) ?? file);
     // A model with symbolic height and width takes any size as it is.
     const resized = spec.inputSize && declaredInputSize(pruned) ? resizeModelInput(pruned, spec.inputSize) : pruned;
     return resized === file ? spec.path : resized;

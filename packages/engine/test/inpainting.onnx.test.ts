@@ -47,6 +47,14 @@ class RecordingRunner implements OnnxRunner {
     this.onFeed?.();
     return this.inner.runFeeds(spec, feeds, signal);
   }
+
+  runOutputs(
+    spec: OnnxModelSpec,
+    feeds: Readonly<Record<string, Tensor>>,
+    signal?: AbortSignal,
+  ): Promise<Record<string, Tensor>> {
+    return this.inner.runOutputs(spec, feeds, signal);
+  }
 }
 
 const WIDTH = 800;

