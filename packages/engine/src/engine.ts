@@ -169,7 +169,8 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     warmUps: [
       ...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : []),
       ...(onnxInpainter ? [() => onnxInpainter.load()] : []),
-      ...(promptable ? [() => promptable.load()] : []),
+      // Not the segmenter: it loads with the first object removal, so a service that only cuts out or
+      // adjusts never holds its ~130 MB.
     ],
     earlyDetector,
     labels: detector.labels,
