@@ -67,10 +67,11 @@ function errorCode(error: unknown): string {
 }
 
 /** Keeps `slots` sockets open against the target, each doing what the options say, until stopped. */
-export function socketAttack(options: SocketAttackOptions): RunningAttack {
-  const stats: AttackStats = {
-    slots: options.slots,
-    maxOpens: options.maxOpens,
+/** An attack's counters before its first socket. */
+export function emptyAttackStats(slots: number, maxOpens: number): AttackStats {
+  return {
+    slots,
+    maxOpens,
     capReached: false,
     opened: 0,
     openNow: 0,
@@ -81,6 +82,10 @@ export function socketAttack(options: SocketAttackOptions): RunningAttack {
     socketErrors: new Map(),
     bytesSent: 0,
   };
+}
+
+export function socketAttack(options: SocketAttackOptions): RunningAttack {
+  const stats = emptyAttackStats(options.slots, options.maxOpens);
   const sockets = new Set<net.Socket>();
   const trickling = new Map<net.Socket, Iterator<string>>();
   const timers = new Set<NodeJS.Timeout>();

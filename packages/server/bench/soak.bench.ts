@@ -30,7 +30,14 @@ import { request } from "../../../test/support/http-client";
 import { verificationLinkFor } from "../../../test/support/outbox";
 import { type RetouchProcess, spawnServerEntry } from "../../../test/support/spawn-retouch";
 import { WebhookReceiver } from "../../../test/support/webhook-receiver";
-import { type AttackTarget, connectionFlood, idleAnnouncers, type RunningAttack, slowBodies } from "./soak-attacks.bench";
+import {
+  type AttackTarget,
+  connectionFlood,
+  emptyAttackStats,
+  idleAnnouncers,
+  type RunningAttack,
+  slowBodies,
+} from "./soak-attacks.bench";
 import { checkSettlement, type ReceivedWebhook, unsettledCounts } from "./soak-settlement.bench";
 
 // ---------------------------------------------------------------------------
@@ -463,19 +470,7 @@ const PHASES: Record<string, PhaseStart> = {
     }, settings["kill-at-seconds"] * 1000);
     return {
       name: "SIGKILL and restart",
-      stats: {
-        slots: 0,
-        maxOpens: 0,
-        capReached: false,
-        opened: 0,
-        openNow: 0,
-        peakOpen: 0,
-        answers: new Map(),
-        closedUnanswered: 0,
-        connectErrors: new Map(),
-        socketErrors: new Map(),
-        bytesSent: 0,
-      },
+      stats: emptyAttackStats(0, 0),
       async stop() {
         clearTimeout(timer);
         await restart;

@@ -35,6 +35,26 @@ function start(args: string[] = []): RetouchProcess {
   return proc;
 }
 
+/** A new verified account on the service at `base`, and a key of it. */
+async function customerKey(base: string): Promise<string> {
+  const account = await signUpVerified({ url: base, outboxDir: path.join(dataDir, "outbox") });
+  return (await createKey(base, account)).key;
+}
+
+/** Starts the service, and submits an edit whose webhook goes to the receiver's `hookPath`. */
+async function submitWithWebhook(hookPath: string): Promise<{ first: RetouchProcess; base: string; key: string }> {
+  const first = start();
+  await first.waitForLog(/Retouch is listening/);
+  const base = `http://127.0.0.1:${env.PORT}`;
+  const key = await customerKey(base);
+  const submitted = await request(base, "POST", "/api/process", {
+    key,
+    body: { image: base64(await productPhoto()), prompt: "make it sepia", webhook_url: `${receiver.url}${hookPath}` },
+  });
+  expect(submitted.status, submitted.text).toBe(200);
+  return { first, base, key };
+}
+
 beforeAll(async () => {
   database = await createTestDatabase();
   dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-queue-"));
@@ -71,16 +91,7 @@ afterAll(async () => {
 describe("a worker killed with SIGKILL", { timeout: 120_000 }, () => {
   it("has its locked webhook retry delivered by the restarted service within seconds, not when the lock expires", async () => {
     receiver.script("/hook", [500, 200]);
-    const first = start();
-    await first.waitForLog(/Retouch is listening/);
-    const base = `http://127.0.0.1:${env.PORT}`;
-    const account = await signUpVerified({ url: base, outboxDir: path.join(dataDir, "outbox") });
-    const { key } = await createKey(base, account);
-    const submitted = await request(base, "POST", "/api/process", {
-      key,
-      body: { image: base64(await productPhoto()), prompt: "make it sepia", webhook_url: `${receiver.url}/hook` },
-    });
-    expect(submitted.status, submitted.text).toBe(200);
+    const { first, base, key } = await submitWithWebhook("/hook");
     await receiver.waitFor("/hook", 1);
 
     // The retry's queue entry (a next run time: not the first attempt's, which has none while it runs),
@@ -124,16 +135,7 @@ describe("a worker killed with SIGKILL", { timeout: 120_000 }, () => {
   it("has the webhook attempt it was making retried by the restarted service, not after the delivery's lease", async () => {
     // The first attempt never gets its answer: the sender dies while waiting for it.
     receiver.script("/inflight", [{ status: 200, afterMs: 20_000 }, 200]);
-    const first = start();
-    await first.waitForLog(/Retouch is listening/);
-    const base = `http://127.0.0.1:${env.PORT}`;
-    const account = await signUpVerified({ url: base, outboxDir: path.join(dataDir, "outbox") });
-    const { key } = await createKey(base, account);
-    const submitted = await request(base, "POST", "/api/process", {
-      key,
-      body: { image: base64(await productPhoto()), prompt: "make it sepia", webhook_url: `${receiver.url}/inflight` },
-    });
-    expect(submitted.status, submitted.text).toBe(200);
+    const { first } = await submitWithWebhook("/inflight");
     await receiver.waitFor("/inflight", 1);
     const [lease] = (
       await client.query<{ locked_until: Date }>("select locked_until from webhook_deliveries where url like '%/inflight'")
@@ -153,8 +155,7 @@ describe("a worker killed with SIGKILL", { timeout: 120_000 }, () => {
     const api = start(["--role", "api"]);
     await api.waitForLog(/Retouch is listening/);
     const base = `http://127.0.0.1:${env.PORT}`;
-    const account = await signUpVerified({ url: base, outboxDir: path.join(dataDir, "outbox") });
-    const { key } = await createKey(base, account);
+    const key = await customerKey(base);
     const first = start(["--role", "worker"]);
     await first.waitForLog(/Retouch worker is running/);
     // Large enough that the edit is still running when the worker is killed.
