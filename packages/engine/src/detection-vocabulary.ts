@@ -644,7 +644,13 @@ export function selectDetections(query: TargetQuery, detections: Detection[], fr
     return { kind: "found", detections: [chosen] };
   }
   if (query.count !== undefined) {
-    if (pool.length < query.count) return { kind: "not_found", message: `No ${name} were found: only ${pool.length} fit.` };
+    if (pool.length < query.count) {
+      // Say both numbers: "No the three people were found" read as if none had been.
+      return {
+        kind: "not_found",
+        message: `"${name}" asks for ${query.count}, but only ${pool.length} ${pool.length === 1 ? "was" : "were"} found in the image; ask for fewer, or send a mask.`,
+      };
+    }
     if (pool.length === query.count) return { kind: "found", detections: pool };
     if (query.sides.length === 0 && !query.size) {
       return {
