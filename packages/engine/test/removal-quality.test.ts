@@ -31,6 +31,15 @@ describe("object removal with a user's mask on real photographs", () => {
     expect(score.outside).toBe(0);
   });
 
+  it("fills where the butterfly sat in the tone of the flower around it, not one side's (downscaled to 320 px)", async () => {
+    // Before the fill's tone was matched to the outline's, rows were filled from one side: -27 levels.
+    const score = await removed("butterfly", 320);
+    expect(Math.abs(score.tone)).toBeLessThanOrEqual(12);
+    expect(Math.abs(score.ghost)).toBeLessThan(0.1);
+    expect(score.texture).toBeGreaterThan(0.6);
+    expect(score.outside).toBe(0);
+  });
+
   it("fills where the cameraman stood with grass and sky as textured as around him", async () => {
     const score = await removed("cameraman");
     expect(Math.abs(score.ghost)).toBeLessThan(0.1);
