@@ -208,7 +208,7 @@ describe("pnpm retouch models", () => {
     const unknown = await models("pull", "nope");
     expect(unknown.code).toBe(1);
     expect(unknown.output).toMatch(
-      /No model named "nope" in the catalog \(known: isnet-general-use, birefnet-general-lite, u2netp, lama, migan, test-red, test-wrong\)/,
+      /No model named "nope" in the catalog \(known: isnet-general-use, birefnet-general-lite, u2netp, lama, migan, mobilesam, grounding-dino-tiny, test-red, test-wrong\)/,
     );
     const usage = await models("frobnicate");
     expect(usage.code).toBe(2);
