@@ -116,17 +116,18 @@ const DETECTOR_CHECK_MS = 10_000;
  * its files in the models directory: then the engine threads run it (they are
  * given it at start, or once it is pulled) and a submission may name anything
  * to remove; until then the COCO detector's words are the only ones accepted.
- * Looked at on disk at most once every 10 s.
+ * Once seen installed, trusted for 10 s; while missing, looked at on disk at each submission (two stat calls).
  */
 export function openVocabularyCheck(config: Pick<Config, "models">): () => Promise<boolean> {
   const name = config.models.detector;
   if (!name) return async () => false;
   const library = new ModelLibrary({ dir: config.models.dir, catalog: config.models.catalog, mirror: config.models.mirror });
-  let seen: { at: number; installed: boolean } | undefined;
+  let seenAt: number | undefined;
   return async () => {
-    if (seen && Date.now() - seen.at < DETECTOR_CHECK_MS) return seen.installed;
+    // Only "installed" is remembered: a detector that arrives is taken at the next submission.
+    if (seenAt !== undefined && Date.now() - seenAt < DETECTOR_CHECK_MS) return true;
     const installed = (await library.status(name)).state === "installed";
-    seen = { at: Date.now(), installed };
+    seenAt = installed ? Date.now() : undefined;
     return installed;
   };
 }
