@@ -12,6 +12,7 @@ import { decodeImage } from "../src/image-codec";
 import type { ModelEntry } from "../src/models/model-catalog";
 import { ModelLibrary } from "../src/models/model-library";
 import { GroundingDinoDetector } from "../src/object-detector.grounding-dino";
+import { readRemovalTerms } from "../src/object-removal";
 import { LocalOnnxRunner } from "../src/onnx-runner";
 import { TINY_BERT_VOCAB, tinyBertVocab, tinyGroundingDinoModel } from "./onnx-model.builder";
 
@@ -108,6 +109,19 @@ describe("Grounding DINO detector", () => {
     const found = await detector.detect(scene(), {}, ["power line"]);
     expect(found.map((detection) => detection.label)).toEqual(["power line"]);
     expect(await detector.detect(scene(), {}, [])).toEqual([]);
+  });
+});
+
+describe("reading removal terms for an open-vocabulary detector", () => {
+  it("asks for a COCO thing by its COCO name, with its qualifiers read; for anything else, by the words themselves", () => {
+    const [person, cones, line] = readRemovalTerms(["the person on the left", "all the traffic cones", "the power line"], [], {
+      openVocabulary: true,
+    });
+    expect(person).toMatchObject({ labels: ["person"], sides: ["left"], all: false });
+    expect(cones).toMatchObject({ labels: ["traffic cones"], all: true, sides: [] });
+    expect(line).toMatchObject({ labels: ["power line"], all: false });
+    // Without one, the same words are refused as before.
+    expect(() => readRemovalTerms(["the power line"], [])).toThrow(/cannot be found automatically/);
   });
 });
 
