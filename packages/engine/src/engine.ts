@@ -182,8 +182,11 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     options.backgroundProvider && !options.backgroundRemover ? createBackgroundProvider(options.backgroundProvider) : undefined;
   const backgroundRemover = options.backgroundRemover ?? hostedBackground ?? onnxRemover ?? new ClassicalBackgroundRemover();
   const detector = objectDetector(options);
+  // Not for an open-vocabulary detector: it needs the phrases, which the early pass does not read.
   const earlyDetector =
-    !options.objectRemover && detector.inputSize ? new EarlyDetector(detector, detector.inputSize) : undefined;
+    !options.objectRemover && detector.inputSize && !detector.openVocabulary
+      ? new EarlyDetector(detector, detector.inputSize)
+      : undefined;
   const onnxInpainter =
     options.inpaintingModel && !options.inpainter && !options.objectRemover
       ? new OnnxInpainter({
