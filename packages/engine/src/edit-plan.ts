@@ -25,6 +25,8 @@ export interface PlanOptions {
   provider: boolean;
   /** The object detector's labels; default: the built-in detector's (COCO). */
   labels?: readonly string[];
+  /** An open-vocabulary detector is installed (RETOUCH_OBJECT_DETECTOR): any thing can be named. */
+  openVocabulary?: boolean;
 }
 
 /** One sentence on what a server without a provider can do, for refusals. */
@@ -46,7 +48,7 @@ export function planEdit(input: RouteInput, options: PlanOptions): EditPlan {
   // With a mask nothing is detected: the mask says what to fill.
   if (route.workflow === "object_removal" && !input.hasMask) {
     try {
-      readRemovalTerms(route.removalTerms, options.labels ?? COCO_LABELS);
+      readRemovalTerms(route.removalTerms, options.labels ?? COCO_LABELS, { openVocabulary: options.openVocabulary === true });
     } catch (error) {
       if (!(error instanceof EngineError)) throw error;
       refusals.unshift({ reason: error.reason, message: error.message });

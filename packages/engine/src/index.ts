@@ -12,7 +12,9 @@ export {
   type ImageEngineOptions,
   type InpaintingModelOptions,
   OBJECT_SEGMENTER_KINDS,
+  type ObjectDetectorModelOptions,
   type ObjectSegmenterKind,
+  type SegmenterModelOptions,
 } from "./engine";
 export {
   type BackgroundRemover,
@@ -72,18 +74,28 @@ export {
   BUILT_IN_CATALOG,
   catalogFileSchema,
   checkCatalog,
+  DETECTOR_MODEL_KINDS,
+  type DetectorModelEntry,
+  type DetectorModelKind,
   extendCatalog,
   findModel,
   hasChecksum,
   INPAINTING_MODEL_KINDS,
   type InpaintingModelKind,
   isPermissive,
+  isPullable,
   MODEL_TASKS,
   type ModelCatalog,
   type ModelEntry,
+  type ModelFile,
+  type ModelFileRole,
   type ModelTask,
+  modelFiles,
   PERMISSIVE_LICENCES,
   parseCatalogFile,
+  SEGMENTER_MODEL_KINDS,
+  type SegmenterModelEntry,
+  type SegmenterModelKind,
 } from "./models/model-catalog";
 export { checkFile, type DownloadProgress, downloadModel, downloadUrls } from "./models/model-download";
 export { isModelError, ModelError, type ModelFailureReason } from "./models/model-error";
@@ -95,6 +107,12 @@ export {
   type PullOptions,
   type PullResult,
 } from "./models/model-library";
+export {
+  type EncodedCaption,
+  GroundingDinoDetector,
+  type GroundingDinoDetectorOptions,
+  wordPieceTokenizer,
+} from "./object-detector.grounding-dino";
 export { HumanObjectDetector, type HumanObjectDetectorOptions } from "./object-detector.human";
 export { type DetectAndInpaintOptions, DetectAndInpaintRemover } from "./object-removal";
 export {

@@ -1,4 +1,4 @@
-import { readTerm, selectDetections, type TargetQuery } from "./detection-vocabulary";
+import { openVocabularyQuery, readTerm, selectDetections, type TargetQuery } from "./detection-vocabulary";
 import type {
   Box,
   Detection,
@@ -96,7 +96,8 @@ export class DetectAndInpaintRemover implements ObjectRemover {
   async maskFromDetections(task: ObjectRemovalTask, context: WorkContext): Promise<RemovalMask> {
     const { image } = task;
     const queries = this.readTerms(task.terms);
-    const detections = await this.detector.detect(image, context);
+    // An open-vocabulary detector looks for exactly the things named; a fixed one reports all it knows.
+    const detections = await this.detector.detect(image, context, [...new Set(queries.flatMap((query) => query.labels))]);
     const segmenter = await this.embed(image, context);
     if (segmenter.embedding) return this.maskFromPrompts(image, queries, detections, segmenter.embedding, context);
     const meanColour = (box: Box) => meanColourOf(image, box);
@@ -248,7 +249,7 @@ export class DetectAndInpaintRemover implements ObjectRemover {
   }
 
   private readTerms(terms: string[]): TargetQuery[] {
-    return readRemovalTerms(terms, this.detector.labels);
+    return readRemovalTerms(terms, this.detector.labels, { openVocabulary: this.detector.openVocabulary === true });
   }
 
   /** The learned model's shape when there is one and it finds one, else the colour shape, else undefined. */
@@ -576,7 +577,11 @@ function meanColourOf(image: RgbaImage, box: Box): Rgb {
  * that says why one cannot be found automatically. Pure: the submission
  * check (edit-plan.ts) runs it too, before anything is charged.
  */
-export function readRemovalTerms(terms: string[], labels: readonly string[]): TargetQuery[] {
+export function readRemovalTerms(
+  terms: string[],
+  labels: readonly string[],
+  options: { openVocabulary?: boolean } = {},
+): TargetQuery[] {
   if (terms.length === 0) {
     throw new EngineError("target_not_detectable", 'Say what to remove (for example "remove the person") or send a mask.');
   }
@@ -586,6 +591,14 @@ export function readRemovalTerms(terms: string[], labels: readonly string[]): Ta
     if (reading.kind === "target") {
       queries.push(reading.query);
       continue;
+    }
+    if (options.openVocabulary && (reading.kind === "needs_mask" || reading.kind === "unknown")) {
+      // An open-vocabulary detector is asked for the words themselves ("trash can", "power line").
+      const query = openVocabularyQuery(term);
+      if (query) {
+        queries.push(query);
+        continue;
+      }
     }
     if (reading.kind === "needs_mask") {
       throw new EngineError(

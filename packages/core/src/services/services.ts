@@ -11,6 +11,7 @@ import type { Mailer } from "../mail/mailer";
 import { passwordResetEmail } from "../mail/password-reset-email";
 import { verificationEmail } from "../mail/verification-email";
 import { PROCESS_IMAGE, QUEUE_CHANNEL, settlementNotice } from "../processing/job-queue";
+import { openVocabularyCheck } from "../processing/model-provisioner";
 import { ApiKeysStore } from "../stores/api-keys.store";
 import { JobsStore } from "../stores/jobs.store";
 import { OAuthGrantsStore } from "../stores/oauth-grants.store";
@@ -140,6 +141,7 @@ export function createServices(deps: ServiceDependencies) {
       logger,
       queue: { jobName: PROCESS_IMAGE, channel: QUEUE_CHANNEL },
       ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
+      openVocabulary: openVocabularyCheck(config),
     }),
     jobs: jobsService,
     webhooks,

@@ -75,6 +75,8 @@ export interface SubmissionsDependencies {
   queue: { jobName: string; channel: string };
   /** For tests: how webhook and image_url hosts resolve. */
   resolveHost?: (host: string) => Promise<string[]>;
+  /** Whether an open-vocabulary detector is installed (RETOUCH_OBJECT_DETECTOR): then any thing may be named to remove. */
+  openVocabulary?: () => Promise<boolean>;
 }
 
 /** Runs `task` over `items`, at most `limit` at once, in order; the first failure rejects and stops new tasks. */
@@ -291,7 +293,10 @@ export class SubmissionsService {
       // A prompt nobody here can carry out is refused now, before any money moves (no job, no charge).
       const plan = planEdit(
         { prompt: input.prompt, ...(input.detect !== undefined ? { detect: input.detect } : {}), hasMask },
-        { provider: this.deps.config.generativeProvider !== undefined },
+        {
+          provider: this.deps.config.generativeProvider !== undefined,
+          openVocabulary: (await this.deps.openVocabulary?.()) === true,
+        },
       );
       if (!plan.ok) throw new RetouchError("unsupported_instruction", plan.message);
       let image: PreparedItem["image"];

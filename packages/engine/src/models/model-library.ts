@@ -1,6 +1,6 @@
 import { rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { findModel, type ModelCatalog, type ModelEntry, type ModelTask } from "./model-catalog";
+import { findModel, type ModelCatalog, type ModelEntry, type ModelFileRole, type ModelTask, modelFiles } from "./model-catalog";
 import { checkFile, type DownloadOptions, downloadModel, isLocked, lockPath, partPath } from "./model-download";
 import { ModelError } from "./model-error";
 
@@ -13,10 +13,14 @@ export type ModelState = "installed" | "missing" | "partial" | "wrong_size";
 
 export interface ModelStatus {
   entry: ModelEntry;
+  /** For an entry of several files (a segmenter's encoder and decoder): installed when every one is, missing when none is there. */
   state: ModelState;
+  /** The main file's path. */
   path: string;
-  /** Bytes on disk: the file's, or the part's while partial. */
+  /** Bytes on disk, over all its files: each file's, or its part's while partial. */
   bytes: number;
+  /** Each file's own state and path, the main file (`model`) first. */
+  files: { role: ModelFileRole; state: ModelState; path: string; bytes: number }[];
 }
 
 export interface ModelLibraryOptions {
@@ -72,16 +76,37 @@ export class ModelLibrary {
     return path.join(this.options.dir, this.entry(name).file);
   }
 
+  /** Where each file of the entry lives, by role: `model` (the main file), `decoder`, `vocab`. */
+  paths(name: string): Partial<Record<ModelFileRole, string>> {
+    return Object.fromEntries(modelFiles(this.entry(name)).map((file) => [file.role, path.join(this.options.dir, file.file)]));
+  }
+
   async status(name: string): Promise<ModelStatus> {
     const entry = this.entry(name);
-    const file = path.join(this.options.dir, entry.file);
-    const final = await stat(file).catch(() => undefined);
-    if (final) {
-      const state = entry.size === undefined || final.size === entry.size ? "installed" : "wrong_size";
-      return { entry, state, path: file, bytes: final.size };
-    }
-    const part = await stat(partPath(file)).catch(() => undefined);
-    return { entry, state: part ? "partial" : "missing", path: file, bytes: part?.size ?? 0 };
+    const files = await Promise.all(
+      modelFiles(entry).map(async (model) => {
+        const file = path.join(this.options.dir, model.file);
+        const final = await stat(file).catch(() => undefined);
+        if (final) {
+          const state: ModelState = model.size === undefined || final.size === model.size ? "installed" : "wrong_size";
+          return { role: model.role, state, path: file, bytes: final.size };
+        }
+        const part = await stat(partPath(file)).catch(() => undefined);
+        const state: ModelState = part ? "partial" : "missing";
+        return { role: model.role, state, path: file, bytes: part?.size ?? 0 };
+      }),
+    );
+    const states = files.map((file) => file.state);
+    // Anything amiss in one file is the entry's state; half of a pair installed is a download to finish.
+    const state: ModelState = states.includes("wrong_size")
+      ? "wrong_size"
+      : states.every((one) => one === "installed")
+        ? "installed"
+        : states.every((one) => one === "missing")
+          ? "missing"
+          : "partial";
+    const bytes = files.reduce((sum, file) => sum + file.bytes, 0);
+    return { entry, state, path: files[0]?.path ?? path.join(this.options.dir, entry.file), bytes, files };
   }
 
   list(): Promise<ModelStatus[]> {
@@ -93,35 +118,62 @@ export class ModelLibrary {
    * (and fetched anew if it fails); otherwise it is downloaded, resuming a part.
    */
   async pull(name: string, options: PullOptions = {}): Promise<PullResult> {
-    const status = await this.status(name);
-    let replaced: string | undefined;
-    if (status.state === "installed" || status.state === "wrong_size") {
-      const mismatch = await checkFile(status.entry, status.path);
-      if (!mismatch) return { path: status.path, downloaded: false, bytes: status.bytes, resumedFrom: 0 };
-      replaced = mismatch;
-      await rm(status.path, { force: true });
+    const entry = this.entry(name);
+    const files = modelFiles(entry);
+    const unverifiable = files.find((file) => file.checksums.sha256 === undefined && file.checksums.md5 === undefined);
+    if (unverifiable) {
+      // Before any byte moves: half of a model downloaded is no use, and this half could never be checked.
+      throw new ModelError(
+        "unverifiable",
+        `No checksum is published for ${unverifiable.name}, so ${name} is never downloaded automatically; fetch ${unverifiable.file} yourself into ${this.options.dir}.`,
+      );
     }
-    const result = await downloadModel({ ...options, entry: status.entry, dir: this.options.dir, mirror: this.options.mirror });
+    const results: PullResult[] = [];
+    for (const file of files) {
+      const target = path.join(this.options.dir, file.file);
+      const there = await stat(target).catch(() => undefined);
+      let replaced: string | undefined;
+      if (there) {
+        const mismatch = await checkFile(file, target);
+        if (!mismatch) {
+          results.push({ path: target, downloaded: false, bytes: there.size, resumedFrom: 0 });
+          continue;
+        }
+        replaced = files.length > 1 ? `${file.file}: ${mismatch}` : mismatch;
+        await rm(target, { force: true });
+      }
+      const result = await downloadModel({ ...options, entry: file, dir: this.options.dir, mirror: this.options.mirror });
+      results.push({
+        path: result.path,
+        downloaded: true,
+        bytes: result.bytes,
+        resumedFrom: result.resumedFrom,
+        ...(replaced ? { replaced } : {}),
+      });
+    }
+    const replaced = results.flatMap((result) => (result.replaced ? [result.replaced] : []));
     return {
-      path: result.path,
-      downloaded: true,
-      bytes: result.bytes,
-      resumedFrom: result.resumedFrom,
-      ...(replaced ? { replaced } : {}),
+      path: results[0]?.path ?? path.join(this.options.dir, entry.file),
+      downloaded: results.some((result) => result.downloaded),
+      bytes: results.reduce((sum, result) => sum + result.bytes, 0),
+      resumedFrom: results.reduce((sum, result) => sum + result.resumedFrom, 0),
+      ...(replaced.length > 0 ? { replaced: replaced.join("; ") } : {}),
     };
   }
 
   /** Deletes the model's file and any partial download; returns the paths removed. */
   async remove(name: string): Promise<string[]> {
-    const file = this.path(name);
-    if (await isLocked(file)) {
-      throw new ModelError(
-        "busy",
-        `${name} is being downloaded by another process (lock file ${lockPath(file)}); remove it afterwards.`,
-      );
+    const files = Object.values(this.paths(name));
+    for (const file of files) {
+      if (await isLocked(file)) {
+        throw new ModelError(
+          "busy",
+          `${name} is being downloaded by another process (lock file ${lockPath(file)}); remove it afterwards.`,
+        );
+      }
     }
     const removed: string[] = [];
-    for (const candidate of [file, partPath(file)]) {
+    for (const candidate of files.flatMap((file) => [file, partPath(file)])) {
       if (await stat(candidate).catch(() => undefined)) {
         await rm(candidate, { force: true });
         removed.push(candidate);

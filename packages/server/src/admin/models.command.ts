@@ -1,5 +1,5 @@
 import type { Config } from "@retouch/core";
-import { type DownloadProgress, ModelLibrary, type ModelStatus } from "@retouch/engine";
+import { type DownloadProgress, isPullable, ModelLibrary, type ModelStatus, modelFiles } from "@retouch/engine";
 
 export const MODELS_USAGE = `Usage: pnpm retouch models <command> [name]
 
@@ -9,10 +9,12 @@ RETOUCH_MODEL_MIRROR when it is set. A running service picks up a pulled
 model at its next start.
 
 Commands:
-  list                                     every catalog model: task, size, licence, installed, default
-  pull <name>                              download and verify it (resumes an interrupted download;
-                                           an installed copy is checked again)
-  remove <name>                            delete its file (and any partial download)
+  list                                     every catalog model: task, size, licence, installed, default;
+                                           then the files of each model made of several (a segmenter's
+                                           encoder and decoder) and of each that cannot be pulled
+  pull <name>                              download and verify it, every file of it (resumes an
+                                           interrupted download; an installed copy is checked again)
+  remove <name>                            delete its files (and any partial download)
 `;
 
 export class ModelsUsageError extends Error {}
@@ -33,7 +35,9 @@ export async function runModelsCommand(
   const name = args[0];
   switch (command) {
     case "list": {
-      output.stdout.write(formatList(await library.list(), [models.background, models.inpainting]));
+      const statuses = await library.list();
+      output.stdout.write(formatList(statuses, [models.background, models.inpainting, models.segmenter, models.detector]));
+      output.stdout.write(formatFiles(statuses));
       output.stdout.write(`\nModels directory: ${models.dir}${models.mirror ? `; mirror: ${models.mirror}` : ""}\n`);
       return 0;
     }
@@ -83,20 +87,25 @@ export async function runModelsCommand(
 function formatList(statuses: ModelStatus[], used: (string | undefined)[]): string {
   const rows = [
     ["NAME", "TASK", "SIZE", "LICENCE", "INSTALLED", "DEFAULT"],
-    ...statuses.map(({ entry, state, bytes }) => [
-      entry.name,
-      entry.task,
-      entry.size === undefined ? "unknown" : formatBytes(entry.size),
-      entry.licence.id,
-      state === "installed"
-        ? "yes"
-        : state === "partial"
-          ? `partial (${entry.size ? `${Math.floor((100 * bytes) / entry.size)}%` : formatBytes(bytes)})`
-          : state === "wrong_size"
-            ? "wrong size"
-            : "no",
-      used.includes(entry.name) ? "yes" : "",
-    ]),
+    ...statuses.map(({ entry, state, bytes }) => {
+      // A model of several files is as large as all of them; unknown when one size is unpublished.
+      const sizes = modelFiles(entry).map((file) => file.size);
+      const size = sizes.every((one) => one !== undefined) ? sizes.reduce((sum, one) => sum + one, 0) : undefined;
+      return [
+        entry.name,
+        entry.task,
+        size === undefined ? "unknown" : formatBytes(size),
+        entry.licence.id,
+        state === "installed"
+          ? "yes"
+          : state === "partial"
+            ? `partial (${size ? `${Math.floor((100 * bytes) / size)}%` : formatBytes(bytes)})`
+            : state === "wrong_size"
+              ? "wrong size"
+              : "no",
+        used.includes(entry.name) ? "yes" : "",
+      ];
+    }),
   ];
   const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? [];
   const lines = rows.map((row) =>
@@ -106,6 +115,30 @@ function formatList(statuses: ModelStatus[], used: (string | undefined)[]): stri
       .trimEnd(),
   );
   return `${lines.join("\n")}\n`;
+}
+
+/** The files of each model made of several, and why a model cannot be pulled: what an operator fetching by hand needs. */
+function formatFiles(statuses: ModelStatus[]): string {
+  const lines: string[] = [];
+  for (const { entry, files } of statuses) {
+    if (files.length < 2 && isPullable(entry)) continue;
+    const described = modelFiles(entry).map((file, index) => {
+      const state = files[index]?.state === "installed" ? "installed" : "not installed";
+      return `${file.file} (${file.role}, ${file.size === undefined ? "size unknown" : formatBytes(file.size)}, ${state})`;
+    });
+    lines.push(`${entry.name}: ${described.join(", ")}`);
+    const unverifiable = modelFiles(entry).filter(
+      (file) => file.checksums.sha256 === undefined && file.checksums.md5 === undefined,
+    );
+    if (unverifiable.length > 0) {
+      lines.push(
+        `  not pulled: no checksum is published for ${unverifiable.map((file) => file.file).join(", ")}; fetch it from ${
+          unverifiable[0]?.urls[0] ?? "its publisher"
+        } into the models directory yourself`,
+      );
+    }
+  }
+  return lines.length > 0 ? `\n${lines.join("\n")}\n` : "";
 }
 
 export function formatBytes(bytes: number): string {

