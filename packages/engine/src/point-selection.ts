@@ -1,4 +1,4 @@
-import sharp from "sharp";
+import sharp, { type OutputInfo } from "sharp";
 import { EngineError } from "./engine-error";
 import { DEFAULT_MAX_PIXELS, inspectImage } from "./image-codec";
 import type { ImageEmbedding, PromptableSegmenter, PromptPoint } from "./segmenter.minisam";
@@ -41,7 +41,7 @@ export class PointSelector {
   async embed(bytes: Buffer, signal?: AbortSignal): Promise<ImageEmbedding> {
     const { width, height } = await inspectImage(bytes, this.maxPixels);
     throwIfCancelled(signal);
-    let small: { data: Buffer; info: sharp.OutputInfo };
+    let small: { data: Buffer; info: OutputInfo };
     try {
       // JPEG's own downscaling does most of the work: a 12 MP photo never exists here at full size.
       small = await sharp(bytes, { limitInputPixels: this.maxPixels, failOn: "error" })
