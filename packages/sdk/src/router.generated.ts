@@ -45,5 +45,10 @@ export type AppRouter = TRPCBuiltRouter<
       list: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "apps": Array<{ "client_id": string; "name": null | string; "uri": null | string; "icon": null | string; "scopes": Array<string>; "granted_at": string; "last_used_at": null | string; }>; }; meta: object; errorShape: ErrorShape }>;
       revoke: TRPCMutationProcedure<{ input: { "client_id": string; }; output: { "ok": boolean; }; meta: object; errorShape: ErrorShape }>;
     };
+    selection: {
+      status: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "available": boolean; "reason": null | string; }; meta: object; errorShape: ErrorShape }>;
+      start: TRPCMutationProcedure<{ input: { "image": string; }; output: { "selection_id": string; "width": number; "height": number; "expires_at": string; }; meta: object; errorShape: ErrorShape }>;
+      refine: TRPCMutationProcedure<{ input: { "selection_id": string; "points": Array<{ "x": number; "y": number; "include": boolean; }>; }; output: { "mask": string; "mask_width": number; "mask_height": number; "predicted_iou": number; "coverage": number; }; meta: object; errorShape: ErrorShape }>;
+    };
   }
 >;
