@@ -23,8 +23,8 @@ import { expectAccessible, openWatchedPage, screenshot, type WatchedPage } from 
 
 const rootDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const PHOTO = path.join(rootDir, "packages/engine/test/fixtures/astronaut.jpg");
-/** In the photo's pixels (512 x 512): the helmet she holds, and her face. */
-const HELMET = { x: 416, y: 432 };
+/** In the photo's pixels (512 x 512): the dark shell of the helmet she holds (9% of the picture when measured), and her face. */
+const HELMET = { x: 380, y: 465 };
 const FACE = { x: 224, y: 90 };
 
 let app: TestApp;
@@ -115,7 +115,7 @@ describe("click-to-select in the playground", { timeout: 90_000 }, () => {
     await eventually(() => summary.textContent()).toMatch(/^Selected \d+ % of the picture with 1 point\.$/);
     await eventually(() => outlinePixels()).toBeGreaterThan(200);
     // The helmet, not her: a small part of the picture.
-    expect(helmetShare).toBeGreaterThan(0.005);
+    expect(helmetShare).toBeGreaterThan(0.03);
     expect(helmetShare).toBeLessThan(0.25);
 
     // Her face too: the selection grows to take her in; undone, it is the helmet again.
