@@ -182,8 +182,12 @@ describe("selecting by clicking: security", () => {
     expect((await call("start", await signUp(app.url), notAPicture)).status).toBe(400);
   });
 
-  it("refuses a body over the request limit at the edge, unread: 413", async () => {
+  it("takes a picture's body past the 1 MiB of other calls, and refuses one over the request limit at the edge, unread: 413", async () => {
     const account = await signUp(app.url);
+    // 2 MiB of base64 reaches the service (which finds no picture in it), as a photo of that size would.
+    const large = await call("start", account, { image: "A".repeat(2 * 1024 * 1024) });
+    expect(large.status, large.text).toBe(400);
+    expect(large.body.error.message).toMatch(/^image: /);
     const answer = await rawUpload(app.url, {
       path: "/trpc/selection.start",
       headers: { cookie: account.cookie },
