@@ -55,7 +55,12 @@ async function clickPhoto(point: { x: number; y: number }, modifiers: ("Shift" |
 /** Pixels of the overlay drawn in the outline's colour. */
 function outlinePixels(): Promise<number> {
   return page.getByTestId("selection-overlay").evaluate((element) => {
-    const canvas = element as HTMLCanvasElement;
+    // Typed by shape: the tests compile without the DOM's types, and this runs in the page.
+    const canvas = element as unknown as {
+      width: number;
+      height: number;
+      getContext(kind: "2d"): { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } } | null;
+    };
     const data = canvas.getContext("2d")?.getImageData(0, 0, canvas.width, canvas.height).data ?? new Uint8ClampedArray();
     let count = 0;
     for (let i = 0; i < data.length; i += 4) if (data[i] === 255 && data[i + 1] === 214 && data[i + 2] === 10) count++;
@@ -83,12 +88,19 @@ beforeAll(async () => {
       { name: account.cookie.split("=")[0] ?? "", value: account.cookie.split("=").slice(1).join("="), url: app.url },
     ]);
   await page.goto("/dashboard");
-  await page.evaluate((stored) => window.sessionStorage.setItem("retouch.browser_key", JSON.stringify(stored)), {
-    id: key.id,
-    name: "selection",
-    prefix: `${key.key.slice(0, 15)}...`,
-    key: key.key,
-  });
+  await page.evaluate(
+    (stored) =>
+      (globalThis as unknown as { sessionStorage: { setItem(name: string, value: string): void } }).sessionStorage.setItem(
+        "retouch.browser_key",
+        JSON.stringify(stored),
+      ),
+    {
+      id: key.id,
+      name: "selection",
+      prefix: `${key.key.slice(0, 15)}...`,
+      key: key.key,
+    },
+  );
 }, 120_000);
 
 afterAll(async () => {
