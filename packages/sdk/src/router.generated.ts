@@ -39,11 +39,16 @@ export type AppRouter = TRPCBuiltRouter<
       deliveries: TRPCQueryProcedure<{ input: { "limit"?: number; }; output: { "deliveries": Array<{ "id": string; "job_id": string; "url": string; "status": "pending" | "delivered" | "failed"; "attempts": number; "last_status_code": null | number; "last_error": null | string; "last_attempt_at": null | string; "next_attempt_at": null | string; "created_at": string; "delivered_at": null | string; }>; }; meta: object; errorShape: ErrorShape }>;
     };
     service: {
-      capabilities: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "workflows": Array<{ "name": "background_removal" | "object_removal" | "generative_edit"; "description": string; "examples": Array<string>; }>; "instructions": Array<{ "name": string; "examples": Array<string>; }>; "detectable_objects": Array<string>; "generative_provider": null | { "name": string; "model": string; }; "removal_providers": { "background": null | string; "object_removal": null | string; }; "models": { "background": null | { "name": string; "installed": boolean; }; }; "limits": { "max_image_bytes": number; "max_image_pixels": number; "input_formats": Array<string>; "output_formats": Array<string>; }; }; meta: object; errorShape: ErrorShape }>;
+      capabilities: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "workflows": Array<{ "name": "background_removal" | "object_removal" | "generative_edit"; "description": string; "examples": Array<string>; }>; "instructions": Array<{ "name": string; "examples": Array<string>; }>; "detectable_objects": Array<string>; "generative_provider": null | { "name": string; "model": string; }; "removal_providers": { "background": null | string; "object_removal": null | string; }; "models": { "background": null | { "name": string; "installed": boolean; }; "object_detector": { "name": string; "installed": boolean; "open_vocabulary": boolean; }; "segmenter": null | { "name": string; "installed": boolean; }; }; "limits": { "max_image_bytes": number; "max_image_pixels": number; "input_formats": Array<string>; "output_formats": Array<string>; }; }; meta: object; errorShape: ErrorShape }>;
     };
     connectedApps: {
       list: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "apps": Array<{ "client_id": string; "name": null | string; "uri": null | string; "icon": null | string; "scopes": Array<string>; "granted_at": string; "last_used_at": null | string; }>; }; meta: object; errorShape: ErrorShape }>;
       revoke: TRPCMutationProcedure<{ input: { "client_id": string; }; output: { "ok": boolean; }; meta: object; errorShape: ErrorShape }>;
+    };
+    selection: {
+      status: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "available": boolean; "reason": null | string; }; meta: object; errorShape: ErrorShape }>;
+      start: TRPCMutationProcedure<{ input: { "image": string; }; output: { "selection_id": string; "width": number; "height": number; "expires_at": string; }; meta: object; errorShape: ErrorShape }>;
+      refine: TRPCMutationProcedure<{ input: { "selection_id": string; "points": Array<{ "x": number; "y": number; "include": boolean; }>; }; output: { "mask": string; "mask_width": number; "mask_height": number; "predicted_iou": number; "coverage": number; }; meta: object; errorShape: ErrorShape }>;
     };
   }
 >;

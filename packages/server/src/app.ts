@@ -83,6 +83,7 @@ export async function startRetouch(options: {
       // The threads start with what is on disk; a missing model is fetched once the service is up.
       models = new ModelProvisioner({ config, logger });
       engine = new EnginePool(config.workerConcurrency, await models.initialOptions(), logger);
+      services.selections.useEngine(engine);
       const settled = (job: Parameters<typeof services.webhooks.afterSettle>[0]) => services.webhooks.afterSettle(job);
       const worker = new ImageProcessor({
         jobs: services.stores.jobs,
@@ -113,6 +114,12 @@ export async function startRetouch(options: {
     }
     await queue.start();
     queueStarted = true;
+    if (role === "api") {
+      // Click-to-select runs where its requests arrive: a pool with no edit threads, whose inference
+      // thread starts only at the first selection.
+      engine = new EnginePool(0, { objectSegmenter: config.objectSegmenter, maxPixels: config.maxImagePixels }, logger);
+      services.selections.useEngine(engine);
+    }
     if (role === "api" || role === "all") {
       http = await startHttpServer(services, { host: config.host, port: config.port, dashboardDir: options.dashboardDir });
       logger.info({ url: http.url, publicBaseUrl: config.publicBaseUrl, role, database: database.kind }, "Retouch is listening");

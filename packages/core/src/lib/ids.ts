@@ -29,6 +29,8 @@ export type IdPrefix =
   | "job"
   | "bat"
   | "whd"
+  // Click-to-select sessions (selections.service.ts): an encoded picture kept in memory for a few minutes.
+  | "sel"
   // OAuth provider rows (mcp-oauth.plugin.ts): clients, access and refresh tokens, consents, resources and their links, assertions.
   | "ocl"
   | "oat"

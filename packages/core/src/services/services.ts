@@ -26,6 +26,7 @@ import { CapabilitiesService } from "./capabilities.service";
 import { JobsService } from "./jobs.service";
 import { McpOAuthService } from "./mcp-oauth.service";
 import { ProfilesService } from "./profiles.service";
+import { SelectionsService } from "./selections.service";
 import { SubmissionsService } from "./submissions.service";
 import { WebhooksService } from "./webhooks.service";
 
@@ -155,6 +156,8 @@ export function createServices(deps: ServiceDependencies) {
       config,
     }),
     capabilities: new CapabilitiesService(config),
+    /** Click-to-select; the host gives it the engine pool (`useEngine`) once it has one. */
+    selections: new SelectionsService({ config, rateLimits: stores.rateLimits, logger }),
   };
 }
 

@@ -3,12 +3,14 @@ import { getAccount } from "./procedures/get-account.procedure";
 import { getCapabilities } from "./procedures/get-capabilities.procedure";
 import { getProcessResult } from "./procedures/get-process-result.procedure";
 import { getProcessStatus } from "./procedures/get-process-status.procedure";
+import { getSelectionStatus } from "./procedures/get-selection-status.procedure";
 import { getSession } from "./procedures/get-session.procedure";
 import { getWebhookSecret } from "./procedures/get-webhook-secret.procedure";
 import { listConnectedApps } from "./procedures/list-connected-apps.procedure";
 import { listJobs } from "./procedures/list-jobs.procedure";
 import { listKeys } from "./procedures/list-keys.procedure";
 import { listWebhookDeliveries } from "./procedures/list-webhook-deliveries.procedure";
+import { refineSelection } from "./procedures/refine-selection.procedure";
 import { requestPasswordReset } from "./procedures/request-password-reset.procedure";
 import { resendVerification } from "./procedures/resend-verification.procedure";
 import { resetPassword } from "./procedures/reset-password.procedure";
@@ -17,6 +19,7 @@ import { revokeKey } from "./procedures/revoke-key.procedure";
 import { signIn } from "./procedures/sign-in.procedure";
 import { signOut } from "./procedures/sign-out.procedure";
 import { signUp } from "./procedures/sign-up.procedure";
+import { startSelection } from "./procedures/start-selection.procedure";
 import { submitProcess } from "./procedures/submit-process.procedure";
 import { router } from "./trpc";
 
@@ -38,6 +41,7 @@ export const appRouter = router({
   webhooks: router({ secret: getWebhookSecret, deliveries: listWebhookDeliveries }),
   service: router({ capabilities: getCapabilities }),
   connectedApps: router({ list: listConnectedApps, revoke: revokeConnectedApp }),
+  selection: router({ status: getSelectionStatus, start: startSelection, refine: refineSelection }),
 });
 
 export type AppRouter = typeof appRouter;

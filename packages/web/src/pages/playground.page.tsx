@@ -4,6 +4,7 @@ import { type DragEvent, type FormEvent, useEffect, useRef, useState } from "rea
 import { newIdempotencyKey, retouchWithKey, useBrowserKey } from "../api/browser-key";
 import { trpc } from "../api/trpc";
 import { BeforeAfter } from "../components/before-after";
+import { SelectionOverlay, useClickSelection } from "../components/click-selector";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
 import { formatDuration } from "../components/format";
@@ -12,6 +13,8 @@ import { MaskPainter, type MaskPainterHandle } from "../components/mask-painter"
 import { useTitle } from "../components/use-title";
 
 const ACCEPTED = ["image/jpeg", "image/png", "image/webp"];
+/** What "Remove the selection" submits: with a mask, the router reads it as "remove what the mask marks". */
+const REMOVE_SELECTION = "remove the selection";
 
 interface Picture {
   file: File;
@@ -49,16 +52,21 @@ export function PlaygroundPage() {
   const queryClient = useQueryClient();
   const browserKey = useBrowserKey();
   const capabilities = useQuery(trpc.service.capabilities.queryOptions(undefined, { staleTime: 300_000 }));
+  const selectionStatus = useQuery(trpc.selection.status.queryOptions(undefined, { staleTime: 300_000 }));
+  const canSelect = selectionStatus.data?.available === true;
   const [picture, setPicture] = useState<Picture | undefined>();
   const [pictureError, setPictureError] = useState<string | undefined>();
   const [prompt, setPrompt] = useState("");
   const [format, setFormat] = useState<"" | OutputFormat>("");
   const [quality, setQuality] = useState(90);
   const [masking, setMasking] = useState(false);
+  const [selecting, setSelecting] = useState(false);
+  const [excluding, setExcluding] = useState(false);
   const [brush, setBrush] = useState(0.05);
   const [dragging, setDragging] = useState(false);
   const [progress, setProgress] = useState<{ jobId: string; creditsRemaining: number } | undefined>();
   const painter = useRef<MaskPainterHandle>(null);
+  const selection = useClickSelection(picture?.file, selecting && canSelect);
   const abort = useRef<AbortController | undefined>(undefined);
 
   useEffect(() => () => abort.current?.abort(), []);
@@ -87,7 +95,7 @@ export function PlaygroundPage() {
     ]);
 
   const run = useMutation({
-    mutationFn: async (): Promise<Outcome> => {
+    mutationFn: async (asked: string | undefined): Promise<Outcome> => {
       if (!picture || !browserKey) throw new Error("Choose a picture and a key first.");
       abort.current?.abort();
       const controller = new AbortController();
@@ -96,11 +104,16 @@ export function PlaygroundPage() {
       const options: EditOptions = {};
       if (format) options.format = format;
       if (format !== "png") options.quality = quality;
-      if (masking) {
+      if (selecting) {
+        // The selection is the job's mask, as a painted one is (the service resizes it to the picture).
+        const mask = selection.toPng();
+        if (!mask) throw new Error("Click the object to select it first, or turn off “Select by clicking”.");
+        options.mask = mask;
+      } else if (masking) {
         const mask = await painter.current?.toPng();
         if (mask) options.mask = mask;
       }
-      const submission = await retouch.submit(picture.file, prompt, {
+      const submission = await retouch.submit(picture.file, asked ?? prompt, {
         ...options,
         idempotencyKey: newIdempotencyKey(),
         signal: controller.signal,
@@ -131,7 +144,12 @@ export function PlaygroundPage() {
   const submit = (event: FormEvent) => {
     event.preventDefault();
     setProgress(undefined);
-    run.mutate();
+    run.mutate(undefined);
+  };
+  const removeSelection = () => {
+    setPrompt(REMOVE_SELECTION);
+    setProgress(undefined);
+    run.mutate(REMOVE_SELECTION);
   };
   const onDrop = (event: DragEvent) => {
     event.preventDefault();
@@ -166,7 +184,11 @@ export function PlaygroundPage() {
         </h2>
         <div className="canvas-stack" style={{ aspectRatio: `${picture.width} / ${picture.height}` }}>
           <img src={picture.url} alt={`Your picture, ${picture.file.name}`} />
-          {masking ? <MaskPainter ref={painter} width={picture.width} height={picture.height} brush={brush} /> : null}
+          {selecting && canSelect ? (
+            <SelectionOverlay selection={selection} width={picture.width} height={picture.height} exclude={excluding} />
+          ) : masking ? (
+            <MaskPainter ref={painter} width={picture.width} height={picture.height} brush={brush} />
+          ) : null}
         </div>
         <p className="hint">
           {picture.file.name}, {picture.width} × {picture.height}
@@ -279,9 +301,91 @@ export function PlaygroundPage() {
             <fieldset className="mask-tools">
               <legend>Mask (optional)</legend>
               <label className="check">
-                <input type="checkbox" checked={masking} onChange={(event) => setMasking(event.target.checked)} />
+                <input
+                  type="checkbox"
+                  checked={masking}
+                  onChange={(event) => {
+                    setMasking(event.target.checked);
+                    if (event.target.checked) setSelecting(false);
+                  }}
+                />
                 Paint the area to edit
               </label>
+              <label className="check">
+                <input
+                  type="checkbox"
+                  checked={selecting && canSelect}
+                  disabled={!canSelect}
+                  aria-describedby="select-hint"
+                  onChange={(event) => {
+                    setSelecting(event.target.checked);
+                    if (event.target.checked) setMasking(false);
+                  }}
+                />
+                Select by clicking
+              </label>
+              {selectionStatus.data && !canSelect ? (
+                <p id="select-hint" className="hint">
+                  {selectionStatus.data.reason}
+                </p>
+              ) : (
+                <p id="select-hint" className="hint">
+                  Click an object to select it, free of charge. The selection and the brush are not combined: use one or the
+                  other.
+                </p>
+              )}
+              {selecting && canSelect ? (
+                <div className="selection-tools">
+                  <div className="row">
+                    <button
+                      type="button"
+                      className="button-quiet button-small"
+                      aria-pressed={excluding}
+                      onClick={() => setExcluding(!excluding)}
+                    >
+                      {excluding ? "Clicks leave out" : "Clicks add"}
+                    </button>
+                    <button
+                      type="button"
+                      className="button-quiet button-small"
+                      disabled={selection.points.length === 0}
+                      onClick={() => selection.undo()}
+                    >
+                      Undo the last point
+                    </button>
+                    <button
+                      type="button"
+                      className="button-quiet button-small"
+                      disabled={selection.points.length === 0}
+                      onClick={() => selection.clear()}
+                    >
+                      Clear the selection
+                    </button>
+                  </div>
+                  <p className="hint">
+                    A click adds to the object; Shift-click or Alt-click (or “Clicks leave out”) leaves that part out.
+                  </p>
+                  <p aria-live="polite" data-testid="selection-summary">
+                    {selection.busy === "preparing"
+                      ? "Preparing the picture for selection…"
+                      : selection.busy === "selecting"
+                        ? "Selecting…"
+                        : selection.selected
+                          ? `Selected ${Math.round(selection.selected.coverage * 100)} % of the picture with ${selection.points.length} ${selection.points.length === 1 ? "point" : "points"}.`
+                          : selection.ready
+                            ? "Click the object to select it."
+                            : ""}
+                  </p>
+                  <ErrorNote error={selection.error} prefix="The selection did not work:" />
+                  <button
+                    type="button"
+                    disabled={!selection.selected || !browserKey || run.isPending || selection.busy !== undefined}
+                    onClick={removeSelection}
+                  >
+                    Remove the selection
+                  </button>
+                </div>
+              ) : null}
               {masking ? (
                 <>
                   <label>
