@@ -32,6 +32,7 @@ import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
+import { MoveNetPoseEstimator } from "./pose-keypoints";
 import type { PromptRoute } from "./prompt-router";
 import type { GenerativeProvider, GenerativeProviderOptions } from "./providers/generative-provider";
 import { createGenerativeProvider } from "./providers/generative-providers";
@@ -152,7 +153,8 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     options.objectRemover ??
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
       segmenter: onnxRemover,
-      ...(promptable ? { promptable } : {}),
+      // Body keypoints prompt the segmenter for people's limbs; the pose model loads with the first person removed.
+      ...(promptable ? { promptable, pose: new MoveNetPoseEstimator() } : {}),
     });
   const objectRemover = options.objectRemovalProvider
     ? new MaskedByProvider(createObjectRemovalProvider(options.objectRemovalProvider), builtInRemover)
