@@ -259,6 +259,7 @@ interface Produced {
   output: RgbaImage;
   format: OutputFormat;
   provider?: ProviderRecord;
+  notes?: string[];
 }
 
 const OUTPUT_FORMATS = new Set<OutputFormat>(["jpeg", "png", "webp"]);
@@ -294,7 +295,7 @@ class BuiltInImageEngine implements ImageEngine {
       { provider: this.parts.provider !== undefined, labels: this.parts.labels },
     );
     if (!plan.ok) throw new EngineError(plan.reason, plan.message);
-    const { output, format, provider } =
+    const { output, format, provider, notes } =
       plan.executor === "provider" && this.parts.provider
         ? await this.byProvider(this.parts.provider, request, plan.route)
         : await this.produce(request, plan.route);
@@ -313,6 +314,7 @@ class BuiltInImageEngine implements ImageEngine {
       height: encoded.height,
       workflow: plan.workflow,
       ...(provider ? { provider } : {}),
+      ...(notes?.length ? { notes } : {}),
     };
   }
 
@@ -321,8 +323,10 @@ class BuiltInImageEngine implements ImageEngine {
     const { signal } = request;
     // A hosted background or object remover that made part of the edit says so here, for the result's record.
     const made: { provider?: ProviderRecord } = {};
+    const notes: string[] = [];
     const context: WorkContext = {
       signal,
+      recordNote: (note) => notes.push(note),
       recordProvider: (record) => {
         // Two calls in one edit (a cut-out, then a blurred background): one record, the waits added.
         made.provider = made.provider ? { ...record, latencyMs: made.provider.latencyMs + record.latencyMs } : record;
@@ -378,7 +382,7 @@ class BuiltInImageEngine implements ImageEngine {
         format = request.format ?? "jpeg";
         break;
     }
-    return { output, format, ...(made.provider ? { provider: made.provider } : {}) };
+    return { output, format, ...(made.provider ? { provider: made.provider } : {}), ...(notes.length ? { notes } : {}) };
   }
 
   /**

@@ -274,6 +274,8 @@ export class DetectAndInpaintRemover implements ObjectRemover {
     this.assertHoleFits(mask, chosen);
     const dropped: { detection: Detection; why: string }[] = [];
     for (const [detection, verdict] of verdicts) if (!verdict.confirmed) dropped.push({ detection, why: verdict.why });
+    // The removal goes ahead without them: the job's log says what was left out and why.
+    for (const line of droppedLines(verdicts)) context.recordNote?.(`Object removal: ${line}.`);
     return {
       mask: { data: mask, width: image.width, height: image.height },
       objects: { data: objects, width: image.width, height: image.height },
@@ -507,15 +509,21 @@ function isOn(mask: GreyImage, point: { x: number; y: number }, scale: number): 
  * confirmed by the segmenter (its mask fills 30% of the box)." Empty when nothing was dropped.
  */
 function droppedSaid(verdicts: Map<Detection, Confirmation>): string {
+  const said = droppedLines(verdicts);
+  if (said.length === 0) return "";
+  const text = said.join("; ");
+  return ` ${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+}
+
+/** Each dropped detection and why, once: "a person-shaped detection was not confirmed by the segmenter (…)". */
+function droppedLines(verdicts: Map<Detection, Confirmation>): string[] {
   const said: string[] = [];
   for (const [detection, verdict] of verdicts) {
     if (verdict.confirmed) continue;
     const line = `a ${detection.label}-shaped detection was not ${verdict.byDetector ? "taken" : "confirmed by the segmenter"} (${verdict.why})`;
     if (!said.includes(line)) said.push(line);
   }
-  if (said.length === 0) return "";
-  const text = said.join("; ");
-  return ` ${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+  return said;
 }
 
 /** A mask at the encoder's scale brought to the image's size, 255 where it is on. */

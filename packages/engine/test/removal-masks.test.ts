@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { createImageEngine } from "../src/engine";
 import type { Inpainter, RgbaImage } from "../src/engine.ports";
 import { decodeImage } from "../src/image-codec";
 import { HumanObjectDetector } from "../src/object-detector.human";
@@ -21,7 +22,8 @@ import { changeInside, loadReference, maskIou, scoreRemoval, shareTaken } from "
 
 const context = { signal: new AbortController().signal };
 const detector = new HumanObjectDetector();
-const segmenter = new MinisamSegmenter({ runner: new LocalOnnxRunner({ threads: 2 }) });
+const runner = new LocalOnnxRunner({ threads: 2 });
+const segmenter = new MinisamSegmenter({ runner });
 const pose = new MoveNetPoseEstimator();
 const remover = new DetectAndInpaintRemover(detector, new PatchMatchInpainter(), { promptable: segmenter, pose });
 
@@ -89,4 +91,16 @@ describe("detections the segmenter drops are said", () => {
       ),
     });
   }, 60_000);
+
+  it("a removal that goes ahead without a dropped detection says so in the result's notes, for the job's log", async () => {
+    // basketball.jpg: the detector sees seven "remotes" (small boxes on the wall and the shirt) and one more
+    // whose box is the right player's, where "person" scores higher; that one is left out.
+    const engine = createImageEngine({ onnxRunner: runner });
+    const result = await engine.edit({ image: await loadPhoto("basketball"), prompt: "remove all the remotes", format: "png" });
+    expect(result.workflow).toBe("object_removal");
+    // Before, the result carried nothing of it.
+    expect(result.notes).toEqual([
+      "Object removal: a remote-shaped detection was not taken (the same box is more likely a person).",
+    ]);
+  }, 120_000);
 });
