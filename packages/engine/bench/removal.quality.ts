@@ -131,12 +131,14 @@ for (const item of cases) {
     const removed = await remover.removeWithHole({ image: original, terms, prompt: item.instruction }, context);
     const seconds = (performance.now() - started) / 1000;
     const score = scoreRemoval(original, removed.image, object, removed.hole);
-    const list = (values: number[], digits: number) => values.map((value) => value.toFixed(digits)).join(", ") || "–";
+    const list = (values: number[], digits: number, unit = "") =>
+      values.map((value) => `${value.toFixed(digits)}${unit}`).join(", ") || "–";
     console.log(
       `| ${item.photo} | ${item.instruction} | ${removed.removal?.objects ? maskIou(removed.removal.objects, object).toFixed(2) : "–"} | ${maskIou(removed.hole, object).toFixed(2)} | ${(100 * shareTaken(removed.hole, object)).toFixed(0)}% | ${list(
         neighbours.map((neighbour) => 100 * shareTaken(removed.hole, neighbour)),
         1,
-      )}% | ${list(
+        "%",
+      )} | ${list(
         neighbours.map((neighbour) => changeInside(original, removed.image, neighbour)),
         1,
       )} | ${score.ghost.toFixed(3)} | ${score.tone.toFixed(1)} | ${score.texture.toFixed(2)} | ${score.outside.toFixed(2)} | ${seconds.toFixed(2)} s${score.masked > 0.3 ? ` (hole ${Math.round(100 * score.masked)}%: the service refuses it)` : ""} |`,
