@@ -20,7 +20,7 @@ import cv2
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "packages", "core", "test", "engine", "fixtures")
+FIXTURES = os.path.join(HERE, "..", "packages", "engine", "test", "fixtures")
 OPENCV = "usr/share/doc/opencv-doc/examples/"
 SKIMAGE = "usr/lib/python3/dist-packages/skimage/data/"
 SKLEARN = "usr/lib/python3/dist-packages/sklearn/datasets/images/"
@@ -37,6 +37,7 @@ SOURCES = {
     "butterfly": ("opencv-doc", OPENCV + "data/butterfly.jpg"),
     "apple": ("opencv-doc", OPENCV + "data/apple.jpg"),
     "basketball": ("opencv-doc", OPENCV + "data/basketball1.png"),
+    "messi5": ("opencv-doc", OPENCV + "data/messi5.jpg"),
     "potted-plant": ("opencv-doc", OPENCV + "alphamat/input_images/plant.jpg"),
     "raccoon": ("python3-scipy", "usr/lib/python3/dist-packages/scipy/misc/face.dat"),
     "dahlia": ("python3-sklearn", SKLEARN + "flower.jpg"),

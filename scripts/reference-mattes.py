@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "packages", "core", "test", "engine", "fixtures")
+FIXTURES = os.path.join(HERE, "..", "packages", "engine", "test", "fixtures")
 
 
 
@@ -327,6 +327,67 @@ HINTS = {
 }
 
 
+# Reference masks of single objects and of their neighbours, for the removal
+# yardstick (removal-quality.fixture.ts, `pnpm quality`): written to
+# fixtures/objects/NAME.png. Each names its photo; "from_matte" cuts one object
+# out of a photo's matte by a hand-drawn polygon ("within") where two touch.
+MESSI5_BALL = ellipse((362, 313), (24, 23), 0)
+OBJECTS = {
+ "messi5-player": {
+   "photo": "messi5",
+   "rect": (62, 55, 470, 342),
+   "fg_lines": [
+     (5, [(80, 94), (120, 108), (160, 122)]),
+     (5, [(300, 140), (330, 152), (365, 163)]),
+     (14, [(235, 80), (232, 110)]),
+     (30, [(200, 135), (270, 140), (255, 215)]),
+     (16, [(250, 235), (310, 245), (360, 250), (400, 262), (430, 270)]),
+     (12, [(240, 250), (232, 285), (250, 300), (280, 318)]),
+   ],
+   # The ball, a little widened, and the grass right of his boot: the white pitch line leads GrabCut to the ball.
+   "bg": [ellipse((362, 313), (26, 25), 0), [(315, 318), (400, 318), (460, 300), (548, 300), (548, 342), (315, 342)]],
+   # His boots, gold and white like the grass's highlights and the pitch line, traced by hand.
+   "add": [[(423, 262), (440, 262), (452, 268), (457, 278), (452, 288), (440, 286), (430, 280)],
+           [(252, 324), (267, 318), (300, 319), (308, 325), (305, 334), (262, 336), (253, 331)]],
+   "bg_lines": [(3, [(62, 120), (150, 190), (180, 300), (230, 342)])],
+ },
+ # The ball is round: its outline fitted by hand.
+ "messi5-ball": {"photo": "messi5", "fg": [MESSI5_BALL], "bg_outside": [MESSI5_BALL], "iterations": 1},
+ "basketball-left": {
+   "photo": "basketball",
+   "rect": (30, 78, 170, 480),
+   "fg_lines": [
+     (22, [(85, 100), (85, 130)]),
+     (40, [(90, 160), (88, 270)]),
+     (12, [(75, 300), (70, 360), (62, 460)]),
+     (12, [(110, 300), (115, 380), (128, 455)]),
+     (6, [(100, 205), (125, 180), (140, 160)]),
+     (8, [(118, 458), (148, 465)]),
+     (6, [(48, 474), (75, 477)]),
+   ],
+   "bg": [ellipse((152, 124), (29, 31), 0)],
+ },
+ "basketball-right": {
+   "photo": "basketball",
+   "rect": (430, 20, 640, 480),
+   "fg_lines": [
+     (40, [(550, 60), (555, 110)]),
+     (60, [(570, 180), (575, 400)]),
+     (14, [(520, 210), (510, 280), (470, 250)]),
+     (40, [(550, 440), (590, 470)]),
+     (16, [(560, 470), (630, 470)]),
+   ],
+   # The chair and stool in front of his legs, left of his shirt.
+   "bg": [[(430, 282), (468, 292), (498, 330), (496, 400), (484, 480), (430, 480)]],
+ },
+ # The boats' own matte split along the front boat's near gunwale, where the two touch.
+ "boats-left": {"photo": "boats", "from_matte": "boats",
+   "within": [(0, 395), (215, 395), (215, 450), (205, 462), (195, 462), (150, 487), (107, 515), (60, 545), (0, 560)]},
+ "boats-front": {"photo": "boats", "from_matte": "boats",
+   "within": [(0, 560), (60, 545), (107, 515), (150, 487), (195, 462), (215, 450), (215, 395), (385, 395), (385, 790), (0, 790)]},
+}
+
+
 def polygon_mask(shape, polygons):
     mask = np.zeros(shape[:2], np.uint8)
     for polygon in polygons:
@@ -392,14 +453,33 @@ def preview(image, matte):
     return cv2.resize(both, None, fx=scale, fy=scale, interpolation=cv2.INTER_NEAREST)
 
 
+def make_object(name, hints, preview_directory):
+    image = cv2.imread(os.path.join(FIXTURES, f"{hints['photo']}.jpg"), cv2.IMREAD_COLOR)
+    if "from_matte" in hints:
+        whole = cv2.imread(os.path.join(FIXTURES, "mattes", f"{hints['from_matte']}.png"), cv2.IMREAD_GRAYSCALE)
+        within = polygon_mask(image.shape, [hints["within"]])
+        matte = np.where((whole > 127) & (within == 1), 255, 0).astype(np.uint8)
+    else:
+        matte = make_matte(image, hints)
+    cv2.imwrite(os.path.join(FIXTURES, "objects", f"{name}.png"), matte)
+    if preview_directory:
+        os.makedirs(preview_directory, exist_ok=True)
+        cv2.imwrite(os.path.join(preview_directory, f"{name}.png"), preview(image, matte))
+    print(f"{name}: {100 * np.count_nonzero(matte) / matte.size:.1f}% of {hints['photo']}.jpg")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preview")
     parser.add_argument("names", nargs="*")
     args = parser.parse_args()
-    names = args.names or sorted(HINTS)
+    names = args.names or sorted(HINTS) + sorted(OBJECTS)
     os.makedirs(os.path.join(FIXTURES, "mattes"), exist_ok=True)
+    os.makedirs(os.path.join(FIXTURES, "objects"), exist_ok=True)
     for name in names:
+        if name in OBJECTS:
+            make_object(name, OBJECTS[name], args.preview)
+            continue
         image = cv2.imread(os.path.join(FIXTURES, f"{name}.jpg"), cv2.IMREAD_COLOR)
         if image is None:
             sys.exit(f"missing fixture {name}.jpg")

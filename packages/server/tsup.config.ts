@@ -60,6 +60,7 @@ export const serverBuild = defineConfig({
     "inference.worker": "../engine/src/inference.worker.ts",
     "object-detector.worker": "../engine/src/object-detector.worker.ts",
     "face-detector.worker": "../engine/src/face-detector.worker.ts",
+    "pose-keypoints.worker": "../engine/src/pose-keypoints.worker.ts",
   },
   format: ["esm"],
   target: "node22",

@@ -154,6 +154,7 @@ async function bundle(): Promise<string> {
       "inference.worker": fileURLToPath(new URL("../src/inference.worker.ts", import.meta.url)),
       "object-detector.worker": fileURLToPath(new URL("../src/object-detector.worker.ts", import.meta.url)),
       "face-detector.worker": fileURLToPath(new URL("../src/face-detector.worker.ts", import.meta.url)),
+      "pose-keypoints.worker": fileURLToPath(new URL("../src/pose-keypoints.worker.ts", import.meta.url)),
     },
     outdir: bundleDirectory,
     bundle: true,

@@ -36,6 +36,11 @@ export interface EditResult {
   workflow: Workflow;
   /** Present when a hosted provider made (part of) the edit. */
   provider?: ProviderRecord;
+  /**
+   * What the engine left out on its own judgement, for the job's log (not the client's):
+   * detections the segmenter did not confirm in a removal that went ahead without them.
+   */
+  notes?: string[];
 }
 
 /** Which hosted model made an edit, for the job's record. */
@@ -77,6 +82,8 @@ export interface WorkContext {
   signal?: AbortSignal;
   /** A hosted port (background or object removal by a vendor) reports here that it made part of the edit. */
   recordProvider?: (record: ProviderRecord) => void;
+  /** A step reports here what it left out on its own judgement (EditResult.notes). */
+  recordNote?: (note: string) => void;
 }
 
 export interface BackgroundRemover {

@@ -33,6 +33,7 @@ import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
+import { MoveNetPoseEstimator } from "./pose-keypoints";
 import type { PromptRoute } from "./prompt-router";
 import type { GenerativeProvider, GenerativeProviderOptions } from "./providers/generative-provider";
 import { createGenerativeProvider } from "./providers/generative-providers";
@@ -187,7 +188,8 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     options.objectRemover ??
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
       segmenter: onnxRemover,
-      ...(promptable ? { promptable } : {}),
+      // Body keypoints prompt the segmenter for people's limbs; the pose model loads with the first person removed.
+      ...(promptable ? { promptable, pose: new MoveNetPoseEstimator() } : {}),
     });
   const objectRemover = options.objectRemovalProvider
     ? new MaskedByProvider(createObjectRemovalProvider(options.objectRemovalProvider), builtInRemover)
@@ -295,6 +297,7 @@ interface Produced {
   output: RgbaImage;
   format: OutputFormat;
   provider?: ProviderRecord;
+  notes?: string[];
 }
 
 const OUTPUT_FORMATS = new Set<OutputFormat>(["jpeg", "png", "webp"]);
@@ -330,7 +333,7 @@ class BuiltInImageEngine implements ImageEngine {
       { provider: this.parts.provider !== undefined, labels: this.parts.labels, openVocabulary: this.parts.openVocabulary },
     );
     if (!plan.ok) throw new EngineError(plan.reason, plan.message);
-    const { output, format, provider } =
+    const { output, format, provider, notes } =
       plan.executor === "provider" && this.parts.provider
         ? await this.byProvider(this.parts.provider, request, plan.route)
         : await this.produce(request, plan.route);
@@ -349,6 +352,7 @@ class BuiltInImageEngine implements ImageEngine {
       height: encoded.height,
       workflow: plan.workflow,
       ...(provider ? { provider } : {}),
+      ...(notes?.length ? { notes } : {}),
     };
   }
 
@@ -357,8 +361,10 @@ class BuiltInImageEngine implements ImageEngine {
     const { signal } = request;
     // A hosted background or object remover that made part of the edit says so here, for the result's record.
     const made: { provider?: ProviderRecord } = {};
+    const notes: string[] = [];
     const context: WorkContext = {
       signal,
+      recordNote: (note) => notes.push(note),
       recordProvider: (record) => {
         // Two calls in one edit (a cut-out, then a blurred background): one record, the waits added.
         made.provider = made.provider ? { ...record, latencyMs: made.provider.latencyMs + record.latencyMs } : record;
@@ -414,7 +420,7 @@ class BuiltInImageEngine implements ImageEngine {
         format = request.format ?? "jpeg";
         break;
     }
-    return { output, format, ...(made.provider ? { provider: made.provider } : {}) };
+    return { output, format, ...(made.provider ? { provider: made.provider } : {}), ...(notes.length ? { notes } : {}) };
   }
 
   /**

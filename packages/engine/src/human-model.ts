@@ -16,7 +16,7 @@ import { EngineError } from "./engine-error";
  * backend per thread, so an engine thread that ran a model itself would keep
  * its memory (about 115 MB for CenterNet) from then on.
  */
-export type HumanModelName = "centernet" | "blazeface";
+export type HumanModelName = "centernet" | "blazeface" | "movenet-lightning";
 
 export type TensorFlow = typeof import("@tensorflow/tfjs-core");
 

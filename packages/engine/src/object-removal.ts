@@ -26,6 +26,7 @@ import {
   segmentedShape,
   selectShape,
 } from "./object-shape";
+import type { Keypoint, PoseEstimator } from "./pose-keypoints";
 import type { Rgb } from "./prompt-text";
 import type { ImageEmbedding, PromptableSegmenter, PromptPoint } from "./segmenter.minisam";
 import { throwIfCancelled } from "./work-checkpoint";
@@ -50,6 +51,12 @@ export interface DetectAndInpaintOptions {
    * detection it does not confirm is dropped. When it cannot run, the shapes above are the fallback.
    */
   promptable?: PromptableSegmenter;
+  /**
+   * Body keypoints for the people to remove: the confident ones inside a person's box are points
+   * the promptable segmenter must include (an outstretched arm, a leg), and enough of them confirm
+   * a person whose spread limbs leave most of the box empty. Loaded only when a person is removed.
+   */
+  pose?: PoseEstimator;
 }
 
 /** The command that installs the default learned model, for messages that need one. */
@@ -60,6 +67,7 @@ export class DetectAndInpaintRemover implements ObjectRemover {
   private readonly maxTargetCoverage: number;
   private readonly segmenter: SubjectSegmenter | undefined;
   private readonly promptable: PromptableSegmenter | undefined;
+  private readonly pose: PoseEstimator | undefined;
 
   constructor(
     private readonly detector: ObjectDetector,
@@ -70,11 +78,24 @@ export class DetectAndInpaintRemover implements ObjectRemover {
     this.maxTargetCoverage = options.maxTargetCoverage ?? 0.3;
     this.segmenter = options.segmenter;
     this.promptable = options.promptable;
+    this.pose = options.pose;
   }
 
   async removeObjects(task: ObjectRemovalTask, context: WorkContext): Promise<RgbaImage> {
+    return (await this.removeWithHole(task, context)).image;
+  }
+
+  /**
+   * The removal and the hole it filled: the given mask widened, or the mask built from the
+   * detections with how (`removal`). The yardstick (`pnpm quality`) scores both.
+   */
+  async removeWithHole(
+    task: ObjectRemovalTask,
+    context: WorkContext,
+  ): Promise<{ image: RgbaImage; hole: GreyImage; removal?: RemovalMask }> {
     const { image } = task;
-    const mask = task.mask ? widenUserMask(task.mask) : (await this.maskFromDetections(task, context)).mask;
+    const removal = task.mask ? undefined : await this.maskFromDetections(task, context);
+    const mask = task.mask ? widenUserMask(task.mask) : (removal as RemovalMask).mask;
     const covered = coverage(mask.data);
     if (covered === 0) throw new EngineError("invalid_mask", "The mask marks nothing to remove (white marks the area).");
     if (covered > this.maxMaskCoverage) {
@@ -84,7 +105,8 @@ export class DetectAndInpaintRemover implements ObjectRemover {
       );
     }
     throwIfCancelled(context.signal);
-    return this.inpainter.inpaint(image, mask, context);
+    const filled = await this.inpainter.inpaint(image, mask, context);
+    return { image: filled, hole: mask, ...(removal ? { removal } : {}) };
   }
 
   /**
@@ -201,22 +223,26 @@ export class DetectAndInpaintRemover implements ObjectRemover {
   ): Promise<RemovalMask> {
     const meanColour = (box: Box) => meanColourOf(image, box);
     const verdicts = new Map<Detection, Confirmation>();
+    const poses = new Map<Detection, Keypoint[]>();
     let candidates = detections;
     let chosen: Detection[] = [];
     for (;;) {
       chosen = [];
       for (const query of queries) {
         const selection = selectDetections(query, candidates, { width: image.width, height: image.height, meanColour });
-        if (selection.kind === "not_found") throw new EngineError("nothing_detected", selection.message);
+        if (selection.kind === "not_found")
+          throw new EngineError("nothing_detected", `${selection.message}${droppedSaid(verdicts)}`);
         if (selection.kind === "ambiguous") throw new EngineError("unsupported_instruction", selection.message);
         for (const detection of selection.detections) if (!chosen.includes(detection)) chosen.push(detection);
       }
       const unconfirmed: Detection[] = [];
+      await this.poseOf(image, chosen, poses, context);
       for (const target of chosen) {
         throwIfCancelled(context.signal);
         let verdict = verdicts.get(target);
         if (!verdict) {
-          verdict = await confirmDetection(target, detections, embedding, this.promptable as PromptableSegmenter, context);
+          const body = poses.get(target) ?? [];
+          verdict = await confirmDetection(target, detections, body, embedding, this.promptable as PromptableSegmenter, context);
           verdicts.set(target, verdict);
         }
         if (!verdict.confirmed) unconfirmed.push(target);
@@ -225,6 +251,7 @@ export class DetectAndInpaintRemover implements ObjectRemover {
       candidates = candidates.filter((detection) => !unconfirmed.includes(detection));
     }
     const mask = new Uint8Array(image.width * image.height);
+    const objects = new Uint8Array(image.width * image.height);
     const outlines: RemovalMask["outlines"] = [];
     for (const target of chosen) {
       const verdict = verdicts.get(target);
@@ -239,13 +266,49 @@ export class DetectAndInpaintRemover implements ObjectRemover {
         const own = await atImageSize(neighbour, image);
         for (let i = 0; i < kept.length; i++) if (own[i]) kept[i] = 255;
       }
-      for (let i = 0; i < mask.length; i++) if (widened[i] && !kept[i]) mask[i] = 255;
+      for (let i = 0; i < mask.length; i++) {
+        if (widened[i] && !kept[i]) mask[i] = 255;
+        if (on[i]) objects[i] = 255;
+      }
       outlines.push({ detection: target, source: "segmenter" });
     }
     this.assertHoleFits(mask, chosen);
     const dropped: { detection: Detection; why: string }[] = [];
     for (const [detection, verdict] of verdicts) if (!verdict.confirmed) dropped.push({ detection, why: verdict.why });
-    return { mask: { data: mask, width: image.width, height: image.height }, outlines, dropped };
+    // The removal goes ahead without them: the job's log says what was left out and why.
+    for (const line of droppedLines(verdicts)) context.recordNote?.(`Object removal: ${line}.`);
+    return {
+      mask: { data: mask, width: image.width, height: image.height },
+      objects: { data: objects, width: image.width, height: image.height },
+      outlines,
+      dropped,
+    };
+  }
+
+  /**
+   * The body keypoints of each person among `targets` not looked at yet. A pose model that fails
+   * costs the keypoints only: the box prompts still work.
+   */
+  private async poseOf(
+    image: RgbaImage,
+    targets: Detection[],
+    poses: Map<Detection, Keypoint[]>,
+    context: WorkContext,
+  ): Promise<void> {
+    if (!this.pose) return;
+    const people = targets.filter((target) => target.label === "person" && !poses.has(target));
+    if (people.length === 0) return;
+    try {
+      const found = await this.pose.keypoints(
+        image,
+        people.map((person) => person.box),
+        context,
+      );
+      for (const [n, person] of people.entries()) poses.set(person, found[n] ?? []);
+    } catch (error) {
+      if (isCancellation(error, context)) throw error;
+      for (const person of people) poses.set(person, []);
+    }
   }
 
   private readTerms(terms: string[]): TargetQuery[] {
@@ -286,6 +349,8 @@ export class DetectAndInpaintRemover implements ObjectRemover {
 export interface RemovalMask {
   mask: GreyImage;
   outlines: { detection: Detection; source: "segmenter" | "model" | "colour" | "box" }[];
+  /** The segmenter's masks of the targets before the margin (the promptable segmenter's path only). */
+  objects?: GreyImage;
   /** Detections the promptable segmenter did not confirm, and why: they were not removed. */
   dropped?: { detection: Detection; why: string }[];
   /** Why the promptable segmenter was not used though configured (the older shape finders were). */
@@ -304,13 +369,25 @@ export const CONFIRMATION = {
   minBoxFill: 0.35,
   /** The mask's share inside its box: a mask that spills far out is another, larger thing. */
   minInsideBox: 0.7,
+  /**
+   * A person with at least this many body keypoints of KEYPOINT_SCORE or more inside the box is
+   * confirmed by the pose model, whatever the mask's fill of the box: a footballer's outstretched
+   * arms and legs leave three quarters of his box empty.
+   */
+  minBodyParts: 10,
 } as const;
+
+/** A body keypoint this confident becomes a point the person's mask must include. */
+export const KEYPOINT_SCORE = 0.3;
 
 /** The hole's margin around the segmenter's mask, as a fraction of the object's box diagonal. */
 const MARGIN_PER_DIAGONAL = 0.015;
 
 /** A confirmed target's mask, and the masks of the neighbours it must leave (all at the encoder's scale). */
-type Confirmation = { confirmed: true; mask: GreyImage; keep: GreyImage[] } | { confirmed: false; why: string };
+type Confirmation =
+  | { confirmed: true; mask: GreyImage; keep: GreyImage[] }
+  /** `byDetector`: the detector's own vote dropped it, not the segmenter's answer. */
+  | { confirmed: false; why: string; byDetector?: boolean };
 
 /**
  * Whether the segmenter confirms a detection, and its mask. A detection is
@@ -326,6 +403,7 @@ type Confirmation = { confirmed: true; mask: GreyImage; keep: GreyImage[] } | { 
 async function confirmDetection(
   target: Detection,
   detections: Detection[],
+  body: Keypoint[],
   embedding: ImageEmbedding,
   segmenter: PromptableSegmenter,
   context: WorkContext,
@@ -333,7 +411,7 @@ async function confirmDetection(
   const rival = detections.find(
     (other) => other.label !== target.label && other.score > target.score && isDuplicate(other.box, target.box),
   );
-  if (rival) return { confirmed: false, why: `the same box is more likely a ${rival.label}` };
+  if (rival) return { confirmed: false, why: `the same box is more likely a ${rival.label}`, byDetector: true };
   const { box } = target;
   const targetArea = box.width * box.height;
   const first = await segmenter.segment(embedding, box, [], context);
@@ -344,7 +422,19 @@ async function confirmDetection(
     // What holds the target (the bench under a person) is not a neighbour to leave out.
     if (intersectionArea(other.box, box) >= 0.9 * targetArea || intersectionArea(other.box, box) === 0) continue;
     throwIfCancelled(context.signal);
-    const own = await segmenter.segment(embedding, other.box, [], context);
+    let own = await segmenter.segment(embedding, other.box, [], context);
+    // A neighbour whose box holds much of the target (a boat in front overlapping the one behind) may take the
+    // target into its own mask, and keeping that out would keep the target: its mask is asked again, leaving
+    // out the target's centre. Not when that centre is in the middle of the neighbour's box (it is likely on it).
+    const centre = { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+    if (
+      isOn(own.mask, centre, embedding.scale) &&
+      isOn(first.mask, centre, embedding.scale) &&
+      !inMiddleHalf(other.box, centre)
+    ) {
+      const apart = await segmenter.segment(embedding, other.box, [{ ...centre, include: false }], context);
+      if (apart.predictedIou >= CONFIRMATION.minPredictedIou) own = apart;
+    }
     // Not clearly an object of its own, or one the target surrounds (a tie on a shirt): it goes with the target.
     if (own.predictedIou < CONFIRMATION.minPredictedIou || isEnclosed(own.mask.data, { ...first.mask })) continue;
     keep.push(own.mask);
@@ -352,7 +442,20 @@ async function confirmDetection(
     const y = other.box.y + other.box.height / 2;
     if (x > box.x && x < box.x + box.width && y > box.y && y < box.y + box.height) leaveOut.push({ x, y, include: false });
   }
-  const answer = leaveOut.length > 0 ? await segmenter.segment(embedding, box, leaveOut, context) : first;
+  // The person's confident keypoints inside the box, unless a neighbour kept out owns the spot (a foot on the ball).
+  const inBoxParts = body.filter(
+    (part) =>
+      part.score >= KEYPOINT_SCORE &&
+      part.x > box.x &&
+      part.x < box.x + box.width &&
+      part.y > box.y &&
+      part.y < box.y + box.height,
+  );
+  const include: PromptPoint[] = inBoxParts
+    .filter((part) => INCLUDED_PARTS.has(part.part) && !keep.some((own) => isOn(own, part, embedding.scale)))
+    .map((part) => ({ x: part.x, y: part.y, include: true }));
+  const points = [...include, ...leaveOut];
+  const answer = points.length > 0 ? await segmenter.segment(embedding, box, points, context) : first;
   const { mask, scale } = answer;
   const inBox = { x0: box.x * scale, y0: box.y * scale, x1: (box.x + box.width) * scale, y1: (box.y + box.height) * scale };
   let area = 0;
@@ -368,10 +471,60 @@ async function confirmDetection(
   const share = area === 0 ? 0 : inside / area;
   if (answer.predictedIou < CONFIRMATION.minPredictedIou)
     return { confirmed: false, why: `the segmenter's predicted IoU is ${answer.predictedIou.toFixed(2)}` };
-  if (fill < CONFIRMATION.minBoxFill) return { confirmed: false, why: `its mask fills ${Math.round(fill * 100)}% of the box` };
+  const posed = inBoxParts.length >= CONFIRMATION.minBodyParts;
+  if (fill < CONFIRMATION.minBoxFill && !posed)
+    return { confirmed: false, why: `its mask fills ${Math.round(fill * 100)}% of the box` };
   if (share < CONFIRMATION.minInsideBox)
     return { confirmed: false, why: `${Math.round(share * 100)}% of its mask lies inside the box` };
   return { confirmed: true, mask, keep };
+}
+
+/** Which body keypoints become include points (see KEYPOINT_SCORE); docs/engine.md has the figures they were chosen on. */
+const INCLUDED_PARTS: ReadonlySet<Keypoint["part"]> = new Set([
+  "left_elbow",
+  "right_elbow",
+  "left_wrist",
+  "right_wrist",
+  "left_knee",
+  "right_knee",
+  "left_ankle",
+  "right_ankle",
+]);
+
+/** Whether a point lies in the middle half of a box (each way). */
+function inMiddleHalf(box: Box, point: { x: number; y: number }): boolean {
+  return (
+    Math.abs(point.x - (box.x + box.width / 2)) < box.width / 4 && Math.abs(point.y - (box.y + box.height / 2)) < box.height / 4
+  );
+}
+
+/** Whether an image point lies on a mask at the encoder's scale. */
+function isOn(mask: GreyImage, point: { x: number; y: number }, scale: number): boolean {
+  const x = Math.floor(point.x * scale);
+  const y = Math.floor(point.y * scale);
+  return x >= 0 && y >= 0 && x < mask.width && y < mask.height && mask.data[y * mask.width + x] === 255;
+}
+
+/**
+ * What the segmenter dropped, for a `nothing_detected` message: " A person-shaped detection was not
+ * confirmed by the segmenter (its mask fills 30% of the box)." Empty when nothing was dropped.
+ */
+function droppedSaid(verdicts: Map<Detection, Confirmation>): string {
+  const said = droppedLines(verdicts);
+  if (said.length === 0) return "";
+  const text = said.join("; ");
+  return ` ${text.charAt(0).toUpperCase()}${text.slice(1)}.`;
+}
+
+/** Each dropped detection and why, once: "a person-shaped detection was not confirmed by the segmenter (…)". */
+function droppedLines(verdicts: Map<Detection, Confirmation>): string[] {
+  const said: string[] = [];
+  for (const [detection, verdict] of verdicts) {
+    if (verdict.confirmed) continue;
+    const line = `a ${detection.label}-shaped detection was not ${verdict.byDetector ? "taken" : "confirmed by the segmenter"} (${verdict.why})`;
+    if (!said.includes(line)) said.push(line);
+  }
+  return said;
 }
 
 /** A mask at the encoder's scale brought to the image's size, 255 where it is on. */

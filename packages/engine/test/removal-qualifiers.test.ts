@@ -154,9 +154,10 @@ describe("removal qualifiers on boats.jpg", () => {
   it('"the boat on the left" takes the leftmost boat only', async () => {
     const leftmost = by((a, b) => centreX(a.box) - centreX(b.box))[0] as Detection;
     expect(centreX(leftmost.box)).toBeLessThan(0.25 * image.width);
-    // Measured: the hole takes 7% of its box, the gunwale of the half-seen boat at the left edge; the big
-    // boat overlapping its box is a neighbour the segmenter keeps out. Nothing else is taken.
-    expectRemoved(await removalOf(image, "the boat on the left"), [leftmost], boats, 0.05);
+    // The big boat overlapping its box is a neighbour the segmenter keeps out; before its own mask was asked
+    // again without the left boat's centre, it took the left boat too and the hole only its gunwale (7% of
+    // its box). removal-masks.test.ts measures it against a reference mask.
+    expectRemoved(await removalOf(image, "the boat on the left"), [leftmost], boats);
   }, 30_000);
 
   it('"the boat on the right" takes the rightmost boat only', async () => {
@@ -178,8 +179,7 @@ describe("removal qualifiers on boats.jpg", () => {
   it('"the boat in front" takes the big boat; "the boats in the background" every other one', async () => {
     const [front, ...back] = by((a, b) => area(b.box) - area(a.box));
     expectRemoved(await removalOf(image, "the boat in front"), [front as Detection], boats);
-    // The half-seen boat at the left edge is among them (7% of its box, as above).
-    expectRemoved(await removalOf(image, "the boats in the background"), back, boats, 0.05);
+    expectRemoved(await removalOf(image, "the boats in the background"), back, boats);
   }, 30_000);
 
   it('"all the boats" takes every boat', async () => {

@@ -19,12 +19,15 @@
  * - outside: the mean absolute difference (RGB levels) outside the area the engine may
  *   change (the mask as the engine widens it, and a little more): should be about 0.
  */
+import { readFile } from "node:fs/promises";
 import sharp from "sharp";
 import type { GreyImage, ImageEngine, RgbaImage } from "../src/engine.ports";
 import { EngineError } from "../src/engine-error";
 import { decodeImage } from "../src/image-codec";
 import { dilate } from "../src/mask-ops";
 import { loadMatte, loadPhoto } from "./real-photos.fixture";
+
+const fixtures = new URL("./fixtures/", import.meta.url);
 
 /** Photos whose matte is one person or a clear object: what a user would remove. */
 export const REMOVAL_PHOTOS: readonly string[] = [
@@ -255,4 +258,94 @@ export function scoreRemoval(original: RgbaImage, result: RgbaImage, object: Gre
     texture: ringGradient === 0 ? 0 : meanGradient(after, hole.data, width, height) / ringGradient,
     outside: outsideCount === 0 ? 0 : outsideSum / (3 * outsideCount),
   };
+}
+
+/**
+ * A removal by instruction, as a job without a mask runs it (detector, segmenter, body
+ * keypoints, fill), and the hand-checked reference masks it is measured against
+ * (fixtures/objects, or a photo's matte where that is the object): the object the words
+ * mean, and the neighbours the removal must leave.
+ */
+export interface InstructionCase {
+  photo: string;
+  instruction: string;
+  /** `objects/NAME` or `mattes/NAME` under fixtures/. */
+  object: string;
+  neighbours: readonly string[];
+}
+
+export const INSTRUCTION_CASES: readonly InstructionCase[] = [
+  { photo: "messi5", instruction: "remove the person", object: "objects/messi5-player", neighbours: ["objects/messi5-ball"] },
+  {
+    photo: "basketball",
+    instruction: "remove the person on the left",
+    object: "objects/basketball-left",
+    neighbours: ["objects/basketball-right"],
+  },
+  {
+    photo: "basketball",
+    instruction: "remove the person on the right",
+    object: "objects/basketball-right",
+    neighbours: ["objects/basketball-left"],
+  },
+  {
+    photo: "boats",
+    instruction: "remove the boat on the left",
+    object: "objects/boats-left",
+    neighbours: ["objects/boats-front"],
+  },
+  {
+    photo: "boats",
+    instruction: "remove the boat in front",
+    object: "objects/boats-front",
+    neighbours: ["objects/boats-left"],
+  },
+  { photo: "cameraman", instruction: "remove the person", object: "mattes/cameraman", neighbours: [] },
+  { photo: "astronaut", instruction: "remove the person", object: "mattes/astronaut", neighbours: [] },
+];
+
+/** A reference mask under fixtures/ (`objects/NAME` or `mattes/NAME`), 255 inside. */
+export async function loadReference(name: string): Promise<GreyImage> {
+  const { data, info } = await sharp(await readFile(new URL(`${name}.png`, fixtures)))
+    .greyscale()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return { data: data.map((value) => (value >= 128 ? 255 : 0)), width: info.width, height: info.height };
+}
+
+/** Intersection over union of two masks of the same size (non-zero is on). */
+export function maskIou(a: GreyImage, b: GreyImage): number {
+  let intersection = 0;
+  let union = 0;
+  for (let i = 0; i < a.data.length; i++) {
+    const on = (a.data[i] ?? 0) > 0;
+    const truth = (b.data[i] ?? 0) > 0;
+    if (on && truth) intersection++;
+    if (on || truth) union++;
+  }
+  return union === 0 ? 0 : intersection / union;
+}
+
+/** The share of `region`'s pixels that `mask` takes. */
+export function shareTaken(mask: GreyImage, region: GreyImage): number {
+  let all = 0;
+  let taken = 0;
+  for (let i = 0; i < region.data.length; i++) {
+    if (!region.data[i]) continue;
+    all++;
+    if (mask.data[i]) taken++;
+  }
+  return all === 0 ? 0 : taken / all;
+}
+
+/** Mean absolute RGB change (levels) inside `region`: about 0 for a neighbour the removal left alone. */
+export function changeInside(original: RgbaImage, result: RgbaImage, region: GreyImage): number {
+  let sum = 0;
+  let count = 0;
+  for (let i = 0; i < region.data.length; i++) {
+    if (!region.data[i]) continue;
+    for (let c = 0; c < 3; c++) sum += Math.abs((result.data[i * 4 + c] ?? 0) - (original.data[i * 4 + c] ?? 0));
+    count++;
+  }
+  return count === 0 ? 0 : sum / (3 * count);
 }

@@ -111,6 +111,8 @@ export class ImageProcessor {
           width: result.width,
           height: result.height,
           ...(result.provider ? { provider: result.provider.name, model: result.provider.model } : {}),
+          // What the engine left out on its own judgement (a detection the segmenter did not confirm).
+          ...(result.notes?.length ? { notes: result.notes } : {}),
         },
         "job done",
       );
