@@ -20,7 +20,7 @@ export interface BodyAllowance {
 /** How a webhook attempt ended: answered 2xx, failed with a retry scheduled, failed for good, or not made. */
 export type WebhookAttemptOutcome = "delivered" | "retry" | "failed" | "skipped";
 
-/** Seconds: from a fast API call (a few ms) to the long-poll `wait` (60 s). */
+/** Seconds: from a fast API call (a few ms) to an MCP call waiting for its job (`wait_seconds`, up to 60 s). */
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 /** Seconds: an edit takes from tens of milliseconds to the job timeout (10 minutes by default). */
 const JOB_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
