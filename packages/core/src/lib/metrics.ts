@@ -27,6 +27,9 @@ const JOB_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600]
 /** Seconds: loading an ONNX model into the engine threads, from a small one to a large inpainter. */
 const MODEL_LOAD_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
+/** The longest a scrape waits for the queue's figures (then it answers without them). */
+const QUEUE_READ_TIMEOUT_MS = 2_000;
+
 /**
  * The process's Prometheus metrics, in a registry of its own rather than
  * prom-client's global one: two apps in one process (the tests) never share
@@ -132,16 +135,21 @@ export class RetouchMetrics {
   /**
    * One query per scrape for both queue gauges: the registry collects them
    * concurrently, so the second shares the first's read. Undefined when there
-   * is no source or the read failed.
+   * is no source, or the read failed or took over QUEUE_READ_TIMEOUT_MS: an
+   * unreachable database must not hold the whole scrape past Prometheus's
+   * own timeout (10 s by default), losing every other figure with it.
    */
   private readQueue(): Promise<QueueDepth | undefined> {
     if (!this.queueSource) return Promise.resolve(undefined);
     if (!this.queueRead) {
-      this.queueRead = this.queueSource()
-        .catch(() => undefined)
-        .finally(() => {
-          this.queueRead = undefined;
-        });
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<undefined>((resolve) => {
+        timer = setTimeout(() => resolve(undefined), QUEUE_READ_TIMEOUT_MS);
+      });
+      this.queueRead = Promise.race([this.queueSource().catch(() => undefined), timeout]).finally(() => {
+        clearTimeout(timer);
+        this.queueRead = undefined;
+      });
     }
     return this.queueRead;
   }
