@@ -28,6 +28,7 @@ export {
 export { type ErrorBody, RetouchError } from "./errors/retouch-error";
 export { newId } from "./lib/ids";
 export { createLogger, type Logger } from "./lib/logger";
+export { type BodyAllowance, type QueueDepth, RetouchMetrics, type WebhookAttemptOutcome } from "./lib/metrics";
 export { constantTimeEqual, randomHex, sha256Hex } from "./lib/secrets";
 export { UrlSigner } from "./lib/signed-urls";
 export { createMailer, type Mailer, type MailMessage } from "./mail/mailer";
@@ -47,6 +48,7 @@ export {
   MAX_WAIT_SECONDS,
   processItemSchema,
 } from "./schemas/process.schemas";
+export { READY_CHECK_TIMEOUT_MS, type Readiness } from "./services/operations.service";
 export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
 export { createAdminService, createServices, type ServiceDependencies, type Services } from "./services/services";
 export { authenticate, type CredentialKind, type ProcedureCredentialKind } from "./trpc/authenticate";

@@ -37,6 +37,16 @@ describe("parseConfig", () => {
     expect(parseConfig({ PUBLIC_BASE_URL: "https://api.example.com/" }).publicBaseUrl).toBe("https://api.example.com");
   });
 
+  it("knows whether PORT was given (a worker listens only then) and reads the metrics token, refusing a short one", () => {
+    expect(parseConfig({}).portSet).toBe(false);
+    // Empty is unset, as in `PORT= pnpm start`.
+    expect(parseConfig({ PORT: "" }).portSet).toBe(false);
+    expect(parseConfig({ PORT: "3000" }).portSet).toBe(true);
+    expect(parseConfig({}).metricsToken).toBeUndefined();
+    expect(parseConfig({ RETOUCH_METRICS_TOKEN: "0123456789abcdef" }).metricsToken).toBe("0123456789abcdef");
+    expect(problemsOf({ RETOUCH_METRICS_TOKEN: "short" })).toMatch(/RETOUCH_METRICS_TOKEN: must be at least 16 characters/);
+  });
+
   it("reads the operator switches", () => {
     const config = parseConfig({
       RETOUCH_WEBHOOK_ALLOW_INSECURE: "1",

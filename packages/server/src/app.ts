@@ -7,6 +7,7 @@ import {
   JobQueue,
   type Logger,
   ModelProvisioner,
+  RetouchMetrics,
   runMaintenance,
   type ServiceDependencies,
   type Services,
@@ -63,7 +64,10 @@ export async function startRetouch(options: {
     outboxDir: path.join(config.dataDir, "outbox"),
     logger,
   });
+  // One registry per process (never prom-client's global one): what /metrics shows on this role.
+  const metrics = new RetouchMetrics();
   const services = createServices({
+    metrics,
     db: database.db,
     config,
     logger,
@@ -81,7 +85,7 @@ export async function startRetouch(options: {
   try {
     if (role === "worker" || role === "all") {
       // The threads start with what is on disk; a missing model is fetched once the service is up.
-      models = new ModelProvisioner({ config, logger });
+      models = new ModelProvisioner({ config, logger, metrics });
       engine = new EnginePool(config.workerConcurrency, await models.initialOptions(), logger);
       services.selections.useEngine(engine);
       const settled = (job: Parameters<typeof services.webhooks.afterSettle>[0]) => services.webhooks.afterSettle(job);
@@ -93,6 +97,7 @@ export async function startRetouch(options: {
         logger,
         onSettled: settled,
         workerId: queue.workerId,
+        metrics,
       });
       processor = worker;
       queue.work({
@@ -124,7 +129,15 @@ export async function startRetouch(options: {
       http = await startHttpServer(services, { host: config.host, port: config.port, dashboardDir: options.dashboardDir });
       logger.info({ url: http.url, publicBaseUrl: config.publicBaseUrl, role, database: database.kind }, "Retouch is listening");
     } else {
-      logger.info({ role, concurrency: config.workerConcurrency, database: database.kind }, "Retouch worker is running");
+      // A worker answers probes and scrapes only where PORT says so: a worker beside an API process on one
+      // machine (the same environment, PORT unset for it) must not compete for the API's port.
+      if (config.portSet) {
+        http = await startHttpServer(services, { host: config.host, port: config.port, routes: "operations" });
+      }
+      logger.info(
+        { role, concurrency: config.workerConcurrency, database: database.kind, ...(http ? { url: http.url } : {}) },
+        "Retouch worker is running",
+      );
     }
     const pool = engine;
     if (pool) models?.start((options) => pool.reconfigure(options));

@@ -89,6 +89,13 @@ describe("the service at start", () => {
       release();
       const switched = await waitForLog(app, /background model switched/);
       expect(switched.models).toMatchObject({ background: "test-red" });
+      // Its load into the engine threads was timed for /metrics, labelled by catalog name and task.
+      const loads = await app.services.metrics.registry.getSingleMetric("retouch_model_load_seconds")?.get();
+      // A histogram's values carry their sample's name (`_bucket`, `_sum`, `_count`) beside the labels.
+      const count = loads?.values.find(
+        (sample) => "metricName" in sample && sample.metricName === "retouch_model_load_seconds_count",
+      );
+      expect(count).toMatchObject({ labels: { model: "test-red", task: "background" }, value: 1 });
       expect(await waitForLog(app, /model downloaded and verified/)).toMatchObject({ model: "test-red", bytes: model.length });
       expect(await waitForLog(app, /"percent":100/)).toMatchObject({ msg: "downloading model", total: model.length });
       expect(existsSync(path.join(app.config.dataDir, "models", FILE))).toBe(true);

@@ -218,7 +218,8 @@ describe("the service process", { timeout: 90_000 }, () => {
     expect(second.output()).toMatch(/using the embedded PostgreSQL started by another Retouch process/);
     const signIn = await request(`http://127.0.0.1:${otherPort}`, "POST", "/auth/sign-in/email", { body: { email, password } });
     expect(signIn.status).toBe(200);
-    const worker = start({}, ["--role", "worker"]);
+    // Without PORT: a worker given one listens on it, and this one is the API's.
+    const worker = start({ PORT: "" }, ["--role", "worker"]);
     await worker.waitForLog(/using the embedded PostgreSQL started by another Retouch process/);
     worker.child.kill("SIGTERM");
     second.child.kill("SIGTERM");

@@ -29,7 +29,9 @@ let client: pg.Client;
 const running = new Set<RetouchProcess>();
 
 function start(args: string[] = []): RetouchProcess {
-  const proc = spawnRetouch(env, args);
+  // A worker given PORT listens on it (/healthz, /readyz, /metrics): here it shares the API's environment, so it gets none.
+  const worker: Record<string, string> = args.includes("worker") ? { PORT: "" } : {};
+  const proc = spawnRetouch({ ...env, ...worker }, args);
   running.add(proc);
   void proc.exited.then(() => running.delete(proc));
   return proc;

@@ -23,7 +23,9 @@ let userId: string;
 const running = new Set<RetouchProcess>();
 
 function start(args: string[], extra: Record<string, string> = {}): RetouchProcess {
-  const proc = spawnRetouch({ ...env, ...extra }, args);
+  // A worker given PORT listens on it (/healthz, /readyz, /metrics): here it shares the API's environment, so it gets none.
+  const worker: Record<string, string> = args.includes("worker") ? { PORT: "" } : {};
+  const proc = spawnRetouch({ ...env, ...worker, ...extra }, args);
   running.add(proc);
   void proc.exited.then(() => running.delete(proc));
   return proc;

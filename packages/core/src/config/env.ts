@@ -217,6 +217,11 @@ const envSchema = z.object({
   RETOUCH_KEEP_ALIVE_TIMEOUT: duration.default(5_000),
   /** A connection that sends and receives nothing for this long is closed (above the 60 s a `wait` may hold an answer). */
   RETOUCH_SOCKET_IDLE_TIMEOUT: duration.default(90_000).refine((ms) => ms >= 61_000, "must be above 60s (the longest wait)"),
+  /**
+   * The bearer token a Prometheus scrape of /metrics must send; unset: /metrics is not served (404). At least
+   * 16 characters: it is the only thing between the queue's figures and the internet.
+   */
+  RETOUCH_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   /** How often a worker process writes its heartbeat; one silent for three of these is taken for dead and its queue locks released. */
   RETOUCH_WORKER_HEARTBEAT: duration.default(2_000).refine((ms) => ms >= 100 && ms <= 60_000, "must be from 100ms to 1m"),
 });
@@ -226,6 +231,8 @@ export type Env = z.input<typeof envSchema>;
 export interface Config {
   nodeEnv: "development" | "production" | "test";
   port: number;
+  /** Whether PORT was set rather than defaulted: a worker listens on it then (/healthz, /readyz, /metrics only). */
+  portSet: boolean;
   host: string;
   /** Without a trailing slash. */
   publicBaseUrl: string;
@@ -357,6 +364,8 @@ export interface Config {
     /** The catalog's open-vocabulary detector (RETOUCH_OBJECT_DETECTOR's name); undefined: the built-in COCO detector. */
     detector: string | undefined;
   };
+  /** The bearer token /metrics requires (RETOUCH_METRICS_TOKEN); undefined: /metrics is not served. */
+  metricsToken: string | undefined;
   /** The hosted provider for generative edits outside the catalog (RETOUCH_GENERATIVE_PROVIDER); undefined = none. */
   generativeProvider: GenerativeProviderOptions | undefined;
   /** The vendor for background removal (RETOUCH_BACKGROUND_PROVIDER); undefined = the built-in model or segmenter. */
@@ -482,6 +491,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   return {
     nodeEnv: e.NODE_ENV,
     port: e.PORT,
+    portSet: defined.PORT !== undefined,
     host: e.HOST,
     publicBaseUrl,
     dataDir,
@@ -553,6 +563,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       segmenter: segmenterModel,
       detector: detectorModel,
     },
+    metricsToken: e.RETOUCH_METRICS_TOKEN,
     generativeProvider,
     backgroundProvider,
     objectRemovalProvider,

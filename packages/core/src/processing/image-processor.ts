@@ -6,6 +6,7 @@ import type { Config } from "../config/env";
 import type { ImageFormat } from "../db/schema";
 import { type JobFailure, jobFailure, jobFailureFromError } from "../errors/job-failure-codes";
 import type { Logger } from "../lib/logger";
+import type { RetouchMetrics } from "../lib/metrics";
 import { randomHex } from "../lib/secrets";
 import type { JobRow, JobsStore } from "../stores/jobs.store";
 
@@ -22,6 +23,8 @@ export interface ImageProcessorDependencies {
   onSettled(job: JobRow): Promise<void>;
   /** The queue's id of this process (JobQueue.workerId): claims of a dead worker are then freed with its queue locks. */
   workerId?: string;
+  /** Times each job this worker settles, by workflow and outcome (retouch_job_duration_seconds). */
+  metrics?: Pick<RetouchMetrics, "jobDuration">;
 }
 
 /**
@@ -116,6 +119,7 @@ export class ImageProcessor {
         },
         "job done",
       );
+      this.observe(job, "done", started);
       await this.afterSettle(settled);
     } catch (error) {
       const failure = jobFailureFromError(error, { timedOut, stage });
@@ -124,17 +128,23 @@ export class ImageProcessor {
         { jobId, code: failure.code, reason: failure.reason, ...(isEngineError(error) ? {} : { err: error }) },
         "job failed",
       );
-      await this.fail(job, failure, Math.round(performance.now() - started));
+      if (await this.fail(job, failure, Math.round(performance.now() - started))) this.observe(job, "error", started);
     } finally {
       clearTimeout(timeout);
       clearInterval(heartbeat);
     }
   }
 
-  /** Fails a job this worker holds, with its refund. */
-  private async fail(job: JobRow, failure: JobFailure, processingTimeMs: number | null): Promise<void> {
+  /** Fails a job this worker holds, with its refund; false when it was settled elsewhere meanwhile. */
+  private async fail(job: JobRow, failure: JobFailure, processingTimeMs: number | null): Promise<boolean> {
     const settled = await this.deps.jobs.settleFailed(job.id, failure, { workerId: this.workerId, processingTimeMs });
     if (settled) await this.afterSettle(settled);
+    return settled !== undefined;
+  }
+
+  /** Only jobs this worker settled: one settled elsewhere is counted by the worker that settled it. */
+  private observe(job: JobRow, outcome: "done" | "error", started: number): void {
+    this.deps.metrics?.jobDuration.observe({ workflow: job.workflow, outcome }, (performance.now() - started) / 1000);
   }
 
   private async afterSettle(job: JobRow): Promise<void> {

@@ -14,6 +14,7 @@ import {
 } from "@retouch/engine";
 import type { Config } from "../config/env";
 import type { Logger } from "../lib/logger";
+import type { RetouchMetrics } from "../lib/metrics";
 
 /** After a failed start-up download, the next try comes this much later, doubling up to the maximum. */
 const RETRY_FIRST_MS = 10 * 60_000;
@@ -34,6 +35,8 @@ export interface ModelProvisionerDependencies {
     | "objectSegmenter"
   >;
   logger: Logger;
+  /** Times each switch to a model that became available (retouch_model_load_seconds). */
+  metrics?: Pick<RetouchMetrics, "modelLoadDuration">;
 }
 
 /**
@@ -336,7 +339,10 @@ export class ModelProvisioner {
   private switchTo(entry: ModelEntry, file: string, activate: (options: EngineWorkerOptions) => Promise<void>): Promise<void> {
     const switched = this.switching.then(async () => {
       const next = { ...this.current, ...this.engineOptions(entry, file) };
+      const started = performance.now();
       await activate(next);
+      // Labels from the catalog (its names and tasks), never from a path: a bounded set.
+      this.deps.metrics?.modelLoadDuration.observe({ model: entry.name, task: entry.task }, (performance.now() - started) / 1000);
       this.current = next;
       this.active[entry.task] = entry.name;
     });

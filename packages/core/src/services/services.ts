@@ -5,6 +5,7 @@ import { type BlobStore, FileBlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import type { Logger } from "../lib/logger";
+import { RetouchMetrics } from "../lib/metrics";
 import { PageCursors } from "../lib/page-cursor";
 import { UrlSigner } from "../lib/signed-urls";
 import type { Mailer } from "../mail/mailer";
@@ -15,6 +16,7 @@ import { openVocabularyCheck } from "../processing/model-provisioner";
 import { ApiKeysStore } from "../stores/api-keys.store";
 import { JobsStore } from "../stores/jobs.store";
 import { OAuthGrantsStore } from "../stores/oauth-grants.store";
+import { OperationsStore } from "../stores/operations.store";
 import { ProfilesStore } from "../stores/profiles.store";
 import { RateLimitsStore } from "../stores/rate-limits.store";
 import { UsersStore } from "../stores/users.store";
@@ -25,6 +27,7 @@ import { ApiKeysService } from "./api-keys.service";
 import { CapabilitiesService } from "./capabilities.service";
 import { JobsService } from "./jobs.service";
 import { McpOAuthService } from "./mcp-oauth.service";
+import { OperationsService } from "./operations.service";
 import { ProfilesService } from "./profiles.service";
 import { SelectionsService } from "./selections.service";
 import { SubmissionsService } from "./submissions.service";
@@ -49,6 +52,8 @@ export interface ServiceDependencies {
   queue: QueueClient;
   /** Where inputs and results are kept; files under the data directory by default. */
   blobs?: BlobStore;
+  /** This process's Prometheus registry (one per process); a fresh one by default. */
+  metrics?: RetouchMetrics;
   /** For tests: how webhook hosts resolve. */
   resolveHost?: (host: string) => Promise<string[]>;
   /** For tests: how MCP clients' metadata documents (OAuth client ids that are URLs) are fetched. */
@@ -69,8 +74,13 @@ export function createServices(deps: ServiceDependencies) {
     jobs: new JobsStore(db, profilesStore, deliveriesStore, settlementNotice),
     webhookDeliveries: deliveriesStore,
     oauthGrants: new OAuthGrantsStore(db),
+    operations: new OperationsStore(db),
   };
-  const blobs = deps.blobs ?? new FileBlobStore(path.join(config.dataDir, "blobs"));
+  const blobDir = path.join(config.dataDir, "blobs");
+  const blobs = deps.blobs ?? new FileBlobStore(blobDir);
+  const metrics = deps.metrics ?? new RetouchMetrics();
+  // Every role reads the same queue from the database: an API process's scrape shows it too.
+  metrics.collectQueueFrom(() => stores.operations.queueDepth());
   const auth = createAuth({
     db,
     config,
@@ -125,6 +135,7 @@ export function createServices(deps: ServiceDependencies) {
     config,
     logger,
     scheduleDelivery: (deliveryId, at) => deps.queue.scheduleDelivery(deliveryId, at),
+    metrics,
     ...(deps.resolveHost ? { resolveHost: deps.resolveHost } : {}),
   });
   return {
@@ -156,6 +167,9 @@ export function createServices(deps: ServiceDependencies) {
       config,
     }),
     capabilities: new CapabilitiesService(config),
+    /** /readyz and /metrics. */
+    operations: new OperationsService({ store: stores.operations, blobs, blobDir, config, logger, metrics }),
+    metrics,
     /** Click-to-select; the host gives it the engine pool (`useEngine`) once it has one. */
     selections: new SelectionsService({ config, rateLimits: stores.rateLimits, logger }),
   };

@@ -1,5 +1,6 @@
 import type { Config } from "../config/env";
 import type { Logger } from "../lib/logger";
+import type { RetouchMetrics, WebhookAttemptOutcome } from "../lib/metrics";
 import { OutboundRefusedError, postJson } from "../lib/outbound-http";
 import { standardWebhooksSecret, webhookHeaders } from "../lib/webhook-signature";
 import type { JobRow, JobsStore } from "../stores/jobs.store";
@@ -21,6 +22,8 @@ export interface WebhooksDependencies {
   scheduleDelivery(deliveryId: string, at: Date): Promise<void>;
   /** For tests: how receiver hosts resolve. */
   resolveHost?: (host: string) => Promise<string[]>;
+  /** Counts each attempt by outcome (retouch_webhook_attempts_total). */
+  metrics?: Pick<RetouchMetrics, "webhookAttempts">;
 }
 
 export interface DeliveryListing {
@@ -71,6 +74,7 @@ export class WebhooksService {
         error: "job not settled",
         nextAttemptAt: null,
       });
+      this.count("skipped");
       return;
     }
     const secret = await this.deps.profiles.webhookSecret(delivery.user_id);
@@ -99,12 +103,17 @@ export class WebhooksService {
     const delay = config.webhookRetryDelaysMs[attemptNumber - 1];
     const nextAttemptAt = delivered || delay === undefined ? null : new Date(Date.now() + delay);
     const recorded = await deliveries.recordAttempt(delivery.id, { delivered, statusCode, error, nextAttemptAt });
+    this.count(delivered ? "delivered" : nextAttemptAt ? "retry" : "failed");
     const context = { deliveryId: delivery.id, jobId: job.id, attempt: attemptNumber, statusCode };
     if (delivered) logger.info(context, "webhook delivered");
     else if (nextAttemptAt)
       logger.warn({ ...context, error, retryAt: nextAttemptAt.toISOString() }, "webhook attempt failed; will retry");
     else logger.warn({ ...context, error }, "webhook delivery failed for good");
     if (recorded && nextAttemptAt) await this.deps.scheduleDelivery(delivery.id, nextAttemptAt);
+  }
+
+  private count(outcome: WebhookAttemptOutcome): void {
+    this.deps.metrics?.webhookAttempts.inc({ outcome });
   }
 
   /** The spec's callback body; a failed job's also says why (`error_code`, `error_message`) beside the spec's `error`. */

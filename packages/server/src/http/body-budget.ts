@@ -75,6 +75,15 @@ export class BodyBudget {
     };
   }
 
+  /** Each allowance's bytes held now and its capacity (the /metrics gauges, read at each scrape). */
+  allowance(): Array<{ pool: BodyPool; usedBytes: number; capacityBytes: number }> {
+    return (Object.keys(this.pools) as BodyPool[]).map((pool) => ({
+      pool,
+      usedBytes: this.pools[pool].used,
+      capacityBytes: this.pools[pool].capacity,
+    }));
+  }
+
   /** Bytes held now, per allowance (for the log line of a refusal). */
   get usedBytes(): Record<BodyPool, number> {
     return { authenticated: this.pools.authenticated.used, public: this.pools.public.used };

@@ -9,18 +9,24 @@ import { BodyBudget } from "./body-budget";
 import { mountDashboard } from "./dashboard";
 import { createEdge, type Refusal } from "./edge";
 import { FILES_PREFIX, serveSignedFile } from "./files.handler";
+import { mountOperations, routeLabel } from "./operations.handler";
 import type { HttpEnv } from "./request-context";
 import { errorResponse, jsonResponse, trpcRefusal } from "./responses";
 import { createRestHandler } from "./rest.handler";
-import { createRoutePolicies, type Surface, TRPC_ENDPOINT } from "./route-policy";
+import { createRoutePolicies, NO_BODY, type Surface, TRPC_ENDPOINT } from "./route-policy";
 import { apiCors, securityHeaders } from "./security";
 import { createTrpcHandler } from "./trpc.handler";
 
 export interface HttpAppOptions {
   /** The built dashboard to serve at `/`; undefined: a page saying how to build it. */
   dashboardDir: string | undefined;
-  /** True once the server is shutting down (/healthz answers 503). */
+  /** True once the server is shutting down (/healthz and /readyz answer 503). */
   draining(): boolean;
+  /**
+   * "operations": only /healthz, /readyz and /metrics, behind the same edge
+   * (a worker's listener on PORT); default: the whole service.
+   */
+  routes?: "all" | "operations";
 }
 
 /**
@@ -32,13 +38,14 @@ export interface HttpAppOptions {
  * did.
  */
 export function createHttpApp(services: Services, options: HttpAppOptions): Hono<HttpEnv> {
-  const { config, logger } = services;
+  const { config, logger, metrics } = services;
   const policies = createRoutePolicies(config);
   const budget = new BodyBudget({
     authenticatedBytes: config.maxBodyBytesInFlight,
     publicBytes: config.publicBodyBytesInFlight,
     perAddressBytes: config.bodyBytesPerAddress,
   });
+  metrics.collectBodyAllowanceFrom(() => budget.allowance());
   const rest = createRestHandler(services);
   const trpc = createTrpcHandler(services);
   const mcp = createMcpHandler(services);
@@ -60,7 +67,12 @@ export function createHttpApp(services: Services, options: HttpAppOptions): Hono
     // Logged when the response is over (a streamed file included). Only method, path and outcome: never
     // headers, query strings or bodies (they carry credentials).
     outgoing.once("close", () => {
-      const ms = Math.round(performance.now() - started);
+      const elapsed = performance.now() - started;
+      const ms = Math.round(elapsed);
+      metrics.httpRequestDuration.observe(
+        { method: c.req.method, route: routeLabel(c), status: String(outgoing.statusCode) },
+        elapsed / 1000,
+      );
       logger.info(
         { requestId: c.var.requestId, method: c.req.method, path: c.req.path, status: outgoing.statusCode, ms },
         "request",
@@ -77,9 +89,16 @@ export function createHttpApp(services: Services, options: HttpAppOptions): Hono
   if (cors) for (const prefix of ["/api/*", `${TRPC_ENDPOINT}/*`, `${FILES_PREFIX}*`]) app.use(prefix, cors);
   mountOAuthCors(app);
   // After CORS, so that its refusals carry the CORS headers a browser app needs to read them.
-  app.use(createEdge(services, { policyOf: policies.policyOf, refusals, budget }));
+  // A worker's listener knows no route of the service: every request gets the smallest policy (no credentials
+  // checked, no body), so nothing there says which routes the API has.
+  const policyOf = options.routes === "operations" ? () => NO_BODY : policies.policyOf;
+  app.use(createEdge(services, { policyOf, refusals, budget }));
 
-  app.get("/healthz", () => (options.draining() ? jsonResponse(503, { ok: false }) : jsonResponse(200, { ok: true })));
+  mountOperations(app, services, options);
+  if (options.routes === "operations") {
+    // A worker's listener: nothing of the service itself, not even its documents.
+    return finish(app, logger);
+  }
   app.route("/", createDiscoveryRoutes(services));
   app.get(VERIFY_EMAIL_PATH, createVerifyEmailPage(services, { dashboard: options.dashboardDir !== undefined }));
   app.get(`${FILES_PREFIX}*`, (c) => serveSignedFile(services, c));
@@ -98,7 +117,11 @@ export function createHttpApp(services: Services, options: HttpAppOptions): Hono
   );
 
   mountDashboard(app, { dir: options.dashboardDir, publicBaseUrl: config.publicBaseUrl });
+  return finish(app, logger);
+}
 
+/** What every app ends with: the not-found answer and the last word on unhandled errors. */
+function finish(app: Hono<HttpEnv>, logger: Services["logger"]): Hono<HttpEnv> {
   app.notFound((c) => errorResponse(new RetouchError("not_found", `No route for ${c.req.method} ${c.req.path}.`)));
   app.onError((error, c) => {
     const domain = toRetouchError(error);

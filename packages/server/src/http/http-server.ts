@@ -30,6 +30,8 @@ export interface HttpServerOptions {
   port: number;
   /** The built dashboard to serve at `/` (packages/web/dist); without it `/` says how to build one. */
   dashboardDir?: string | undefined;
+  /** "operations": a worker's listener, serving only /healthz, /readyz and /metrics. */
+  routes?: "all" | "operations";
 }
 
 /**
@@ -66,7 +68,11 @@ export async function startHttpServer(services: Services, options: HttpServerOpt
   let inFlight = 0;
   let draining = false;
   let drained: (() => void) | undefined;
-  const app = createHttpApp(services, { dashboardDir: options.dashboardDir, draining: () => draining });
+  const app = createHttpApp(services, {
+    dashboardDir: options.dashboardDir,
+    draining: () => draining,
+    ...(options.routes ? { routes: options.routes } : {}),
+  });
   // The edge reads bodies from Node's request itself and closes the connection under a body it refused,
   // so the adapter's own clean-up of unread bodies stays off (Node discards what a kept-alive request left).
   const listener = getRequestListener(app.fetch, { autoCleanupIncoming: false });

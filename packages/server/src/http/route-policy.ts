@@ -1,6 +1,7 @@
 import { appRouter, type Config, type CredentialKind, MCP_PATH, type ProcedureMeta } from "@retouch/core";
 import { TrieRouter } from "hono/router/trie-router";
 import { OAUTH_ENDPOINTS_PREFIX } from "../oauth/oauth.routes";
+import { OPERATIONS_PATHS } from "./operations.handler";
 
 /** Largest body of an operation that carries no images. */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -132,6 +133,8 @@ export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
     table.add("POST", `${OAUTH_ENDPOINTS_PREFIX}/${endpoint}`, oauthForm);
   }
   table.add("POST", `${OAUTH_ENDPOINTS_PREFIX}/register`, oauth(OAUTH_REGISTRATION_BODY_LIMIT_BYTES, JSON_ONLY));
+  // Probes and scrapes: no credentials at the edge (/metrics checks its own token), never a body.
+  for (const path of OPERATIONS_PATHS) table.add("ALL", path, NO_BODY);
   // Refusals on OAuth's other paths (a NUL in GET /authorize's query) answer in OAuth's vocabulary too.
   table.add("ALL", `${OAUTH_ENDPOINTS_PREFIX}/*`, oauth(0, []));
 
