@@ -79,6 +79,10 @@ export async function startRetouch(options: {
   let http: HttpServer | undefined;
   let queueStarted = false;
   try {
+    // A store that is down or refuses (bad credentials, missing bucket) stops the start, with the store's answer:
+    // better than accepting jobs whose images cannot be kept.
+    await services.blobs.check();
+    logger.info({ blobStore: services.blobs.kind, resultUrls: config.resultUrls }, "blob store reachable");
     if (role === "worker" || role === "all") {
       // The threads start with what is on disk; a missing model is fetched once the service is up.
       models = new ModelProvisioner({ config, logger });
@@ -135,6 +139,7 @@ export async function startRetouch(options: {
     // A started queue holds a LISTEN connection: the pool would wait for it forever.
     if (queueStarted) await queue.stop(0);
     await engine?.close();
+    services.blobs.close?.();
     mailer.close();
     await queuePool.end();
     await database.shutdown();
@@ -153,6 +158,7 @@ export async function startRetouch(options: {
         await queue.stop(config.shutdownTimeoutMs);
         await models?.stop();
         await engine?.close();
+        services.blobs.close?.();
         mailer.close();
         await queuePool.end();
         await database.shutdown();

@@ -2,6 +2,7 @@ import path from "node:path";
 import type { ClientMetadataResourceFetch } from "@better-auth/oauth-provider";
 import { createAuth, RESET_PASSWORD_TOKEN_TTL_SECONDS } from "../auth/auth";
 import { type BlobStore, FileBlobStore } from "../blobs/blob-store";
+import { S3BlobStore } from "../blobs/s3-blob-store";
 import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import type { Logger } from "../lib/logger";
@@ -55,6 +56,19 @@ export interface ServiceDependencies {
   fetchClientMetadata?: ClientMetadataResourceFetch;
 }
 
+/** The store RETOUCH_BLOB_STORE names: files under the data directory, or an S3 bucket (credentials: the AWS SDK's default chain). */
+export function createBlobStore(config: Pick<Config, "blobStore" | "dataDir">): BlobStore {
+  const store = config.blobStore;
+  if (store.kind === "file") return new FileBlobStore(path.join(config.dataDir, "blobs"));
+  return new S3BlobStore({
+    bucket: store.bucket,
+    endpoint: store.endpoint,
+    region: store.region,
+    forcePathStyle: store.forcePathStyle,
+    prefix: store.prefix,
+  });
+}
+
 /** Every domain service, wired once. The HTTP host, the worker, the admin CLI and tests all start here. */
 export function createServices(deps: ServiceDependencies) {
   const { db, config, logger, mailer } = deps;
@@ -70,7 +84,7 @@ export function createServices(deps: ServiceDependencies) {
     webhookDeliveries: deliveriesStore,
     oauthGrants: new OAuthGrantsStore(db),
   };
-  const blobs = deps.blobs ?? new FileBlobStore(path.join(config.dataDir, "blobs"));
+  const blobs = deps.blobs ?? createBlobStore(config);
   const auth = createAuth({
     db,
     config,
@@ -116,6 +130,7 @@ export function createServices(deps: ServiceDependencies) {
     config,
     new PageCursors(deps.authSecret),
     deps.queue,
+    blobs,
   );
   const webhooks = new WebhooksService({
     deliveries: stores.webhookDeliveries,
