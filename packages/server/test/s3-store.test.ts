@@ -1,4 +1,5 @@
-import { readdir, readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { parseConfig } from "@retouch/core";
 import pg from "pg";
@@ -7,8 +8,11 @@ import { type KeyedAccount, keyedAccount, waitForJob } from "../../../test/suppo
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto, rectangleMask } from "../../../test/support/images";
 import { sweep } from "../../../test/support/maintenance";
+import { connectMcp } from "../../../test/support/mcp-client";
 import { type S3Gateway, startS3Gateway } from "../../../test/support/s3-gateway";
+import { spawnRetouch } from "../../../test/support/spawn-retouch";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
+import { createTestDatabase } from "../../../test/support/test-database";
 
 /**
  * The service with RETOUCH_BLOB_STORE=s3, against s3rver behind the gateway
@@ -171,6 +175,30 @@ describe("RETOUCH_BLOB_STORE=s3: happy path", () => {
   });
 });
 
+describe("MCP with presigned result URLs", () => {
+  it("get_job_result links the store's presigned URL and inlines the same picture, read from the bucket", async () => {
+    const { jobId } = await submit(app, account.key, {
+      image: base64(await productPhoto({ format: "jpeg" })),
+      prompt: "make it black and white",
+      format: "jpeg",
+    });
+    const client = await connectMcp(app.url, account.key, "s3-store-test");
+    try {
+      const result = (await client.callTool({ name: "get_job_result", arguments: { job_id: jobId } })) as {
+        content: Array<{ type: string; uri?: string; data?: string; size?: number }>;
+      };
+      expect(result.content.map((block) => block.type)).toEqual(["text", "resource_link", "image"]);
+      const link = result.content[1];
+      expect(link?.uri).toMatch(new RegExp(`^${gateway.endpoint}/${gateway.bucket}/main/results/${jobId}\\.jpeg\\?`));
+      const served = Buffer.from(await (await fetch(link?.uri as string)).arrayBuffer());
+      expect(link?.size).toBe(served.length);
+      expect(Buffer.from(result.content[2]?.data as string, "base64").equals(served)).toBe(true);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
 describe("RETOUCH_RESULT_URLS=proxy", () => {
   it("hands out the service's signed /files/ URL, streamed from the bucket", async () => {
     const { jobId, status } = await submit(proxied, proxiedAccount.key, {
@@ -327,6 +355,31 @@ describe("start-up", () => {
     await expect(startTestApp({ ...s3Env("x"), RETOUCH_S3_ENDPOINT: "http://127.0.0.1:9" })).rejects.toThrow(
       /S3 check in bucket "retouch-test" at http:\/\/127\.0\.0\.1:9/,
     );
+  });
+
+  it("`pnpm start` with a bucket that does not exist exits 1 with the store's answer, not a stack trace", async () => {
+    const database = await createTestDatabase();
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), "retouch-s3-start-"));
+    try {
+      const server = spawnRetouch({
+        ...s3Env("x"),
+        RETOUCH_S3_BUCKET: "no-such-bucket",
+        AWS_ACCESS_KEY_ID: gateway.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: gateway.secretAccessKey,
+        PORT: "0",
+        DATABASE_URL: database.url,
+        RETOUCH_DATA_DIR: dataDir,
+      });
+      expect(await server.exited).toBe(1);
+      expect(server.output()).toContain(
+        `Retouch failed to start: the blob store is not usable: S3 check in bucket "no-such-bucket" at ${gateway.endpoint} (region ${gateway.region}) failed: NotFound (HTTP 404): the bucket does not exist`,
+      );
+      expect(server.output()).not.toMatch(/^\s+at /m);
+      expect(server.output()).not.toContain(gateway.secretAccessKey);
+    } finally {
+      await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 
   it("the settings: s3 needs a bucket, presigned URLs need s3, the prefix is normalised, proxy is the file store's only kind", () => {
