@@ -19,6 +19,14 @@ import S3rver from "s3rver";
  * x-amz-content-sha256 is the body's actual SHA-256 (UNSIGNED-PAYLOAD only on
  * presigned GETs). Anything else is refused as S3 refuses it (403 with an
  * S3 error document), and only verified requests reach s3rver.
+ *
+ * It is also as strict as the strictest S3-compatible servers about checksums,
+ * which is where current SDKs break them: a DeleteObjects must carry a
+ * Content-MD5 of its body (the S3 specification; MinIO and Ceph refuse it
+ * without, and the SDK sends CRC32 instead unless told MD5), and the
+ * "flexible checksum" headers the SDK adds by default since 3.729
+ * (x-amz-checksum-crc32, ...) are answered 501 NotImplemented, as R2 and
+ * Backblaze B2 answered them when that version came out.
  */
 export interface S3Gateway {
   /** The endpoint to give the service (RETOUCH_S3_ENDPOINT); path-style addressing. */
@@ -278,6 +286,18 @@ export class SigV4Verifier {
     }
     if (payloadHash !== sha256Hex(body)) {
       throw new Refusal(400, "XAmzContentSHA256Mismatch", "x-amz-content-sha256 is not the body's SHA-256");
+    }
+    for (const name of Object.keys(req.headers)) {
+      if (name.startsWith("x-amz-checksum-")) {
+        throw new Refusal(501, "NotImplemented", `Header '${name}' with value '${header(req, name)}' not implemented`);
+      }
+    }
+    if (req.method === "POST" && url.searchParams.has("delete")) {
+      const md5 = header(req, "content-md5");
+      if (!md5) throw new Refusal(400, "MissingContentMD5", "Missing required header for this request: Content-Md5.");
+      if (md5 !== createHash("md5").update(body).digest("base64")) {
+        throw new Refusal(400, "BadDigest", "The Content-MD5 you specified did not match what we received.");
+      }
     }
     const names = this.checkSignedHeaders(req, signedHeaders, ["host", "x-amz-date", "x-amz-content-sha256"]);
     const canonical = this.canonicalRequest(req, url, names, payloadHash, []);

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { PassThrough } from "node:stream";
-import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { DeleteObjectsCommand, GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type S3Gateway, startS3Gateway } from "../../../test/support/s3-gateway";
@@ -208,6 +208,20 @@ describe("the gateway refuses signing mistakes (so that passing it means somethi
       ),
     ).toEqual({ status: 400, name: "XAmzContentSHA256Mismatch" });
     expect(await gateway.object("gateway-check/swapped")).toBeUndefined();
+  });
+
+  it("the SDK's default checksums (a CRC32 header on a put; CRC32 rather than Content-MD5 on DeleteObjects) are refused as R2, B2 and MinIO refused them", async () => {
+    const defaults = client({ checksums: "WHEN_SUPPORTED" });
+    expect(
+      await refusal(() =>
+        defaults.send(new PutObjectCommand({ Bucket: gateway.bucket, Key: "gateway-check/crc", Body: bytes(10, 1) })),
+      ),
+    ).toEqual({ status: 501, name: "NotImplemented" });
+    const deleteMany = new DeleteObjectsCommand({ Bucket: gateway.bucket, Delete: { Objects: [{ Key: key }], Quiet: true } });
+    // "When required" still sends CRC32 here, not Content-MD5.
+    expect(await refusal(() => client().send(deleteMany))).toEqual({ status: 501, name: "NotImplemented" });
+    expect(await gateway.object("gateway-check/crc")).toBeUndefined();
+    expect(await gateway.object(key)).toBeDefined();
   });
 
   it("the SDK's default checksums send a streamed upload as aws-chunked: refused, which is why the store turns them off and puts Buffers", async () => {

@@ -40,6 +40,9 @@ const DELETE_BATCH = 1000;
  * servers (older MinIO, R2 at the time, Ceph, s3rver) refuse such uploads or,
  * worse, store the chunk framing as the object. Uploads here are Buffers with a
  * known Content-Length, signed with their SHA-256, which every server accepts.
+ * DeleteObjects is the one operation that requires a checksum, and there even
+ * "when required" sends CRC32 rather than the Content-MD5 that S3's
+ * specification names and that MinIO and Ceph insist on: deleteMany asks for MD5.
  */
 export class S3BlobStore implements BlobStore {
   readonly kind = "s3";
@@ -116,6 +119,8 @@ export class S3BlobStore implements BlobStore {
           new DeleteObjectsCommand({
             Bucket: this.options.bucket,
             Delete: { Objects: batch.map((key) => ({ Key: this.objectKey(key) })), Quiet: true },
+            // Content-MD5, not the SDK's CRC32 (see the class comment).
+            ChecksumAlgorithm: "MD5",
           }),
         ),
       );
