@@ -13,6 +13,7 @@ import { type S3Gateway, startS3Gateway } from "../../../test/support/s3-gateway
 import { spawnRetouch } from "../../../test/support/spawn-retouch";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 import { createTestDatabase } from "../../../test/support/test-database";
+import { WebhookReceiver } from "../../../test/support/webhook-receiver";
 
 /**
  * The service with RETOUCH_BLOB_STORE=s3, against s3rver behind the gateway
@@ -37,6 +38,7 @@ function s3Env(prefix: string): Record<string, string> {
     RETOUCH_S3_FORCE_PATH_STYLE: "1",
     RETOUCH_S3_PREFIX: prefix,
     RETOUCH_QUEUE_POLL_INTERVAL: "200ms",
+    RETOUCH_WEBHOOK_ALLOW_INSECURE: "1",
   };
 }
 
@@ -270,6 +272,31 @@ describe("a store that fails", () => {
     } finally {
       gateway.failWhen(undefined);
     }
+  });
+
+  it("refusing to delete the inputs once the job is done: the job stays done, its webhook goes out, the sweep deletes them later", async () => {
+    const receiver = await new WebhookReceiver().start();
+    gateway.failWhen({ method: "POST", status: 503, code: "ServiceUnavailable" });
+    let jobId: string;
+    try {
+      ({ jobId } = await submit(app, account.key, {
+        image: base64(await productPhoto({ format: "jpeg" })),
+        prompt: "make it black and white",
+        format: "jpeg",
+        webhook_url: `${receiver.url}/done`,
+      }));
+      const [call] = await receiver.waitFor("/done", 1);
+      expect(JSON.parse(call?.rawBody ?? "{}")).toMatchObject({ job_id: jobId, status: "done" });
+      expect(await gateway.object(`main/inputs/${jobId}`)).toBeDefined();
+      expect(app.logs.some((line) => line.includes("could not delete a settled job's inputs"))).toBe(true);
+    } finally {
+      gateway.failWhen(undefined);
+      await receiver.stop();
+    }
+    expect((await waitForJob(app.url, account.key, jobId)).status).toBe("done");
+    await sweep(app, Date.now() + 120_000);
+    expect(await gateway.object(`main/inputs/${jobId}`)).toBeUndefined();
+    expect((await app.services.stores.jobs.find(jobId))?.input_blob).toBeNull();
   });
 
   it("refusing the input's PUT at submission: 503 with Retry-After, nothing charged, no job", async () => {
