@@ -54,6 +54,8 @@ export interface GatewayRequest {
   status: number;
   /** The S3 error code the gateway answered with, when it refused. */
   refused?: string;
+  /** For a DeleteObjects: the keys it named. */
+  deleteKeys?: string[];
 }
 
 export interface FailureRule {
@@ -104,6 +106,9 @@ export async function startS3Gateway(
     const body = await readBody(req);
     const url = req.url ?? "/";
     const entry: GatewayRequest = { method: req.method ?? "GET", url, auth: "none", status: 0 };
+    if (req.method === "POST" && new URL(url, "http://gateway").searchParams.has("delete")) {
+      entry.deleteKeys = [...body.toString("utf8").matchAll(/<Key>([^<]*)<\/Key>/g)].map((match) => unescapeXml(match[1] ?? ""));
+    }
     requests.push(entry);
     try {
       entry.auth = verifier.verify(req, body);

@@ -286,7 +286,13 @@ describe("a store that fails", () => {
         webhook_url: `${receiver.url}/done`,
       }));
       const [call] = await receiver.waitFor("/done", 1);
-      expect(JSON.parse(call?.rawBody ?? "{}")).toMatchObject({ job_id: jobId, status: "done" });
+      const body = JSON.parse(call?.rawBody ?? "{}");
+      expect(body).toMatchObject({ job_id: jobId, status: "done" });
+      // The callback's result_url is a presigned GET of the store too, and downloads the result.
+      expect(body.result_url).toMatch(
+        new RegExp(`^${gateway.endpoint}/${gateway.bucket}/main/results/${jobId}\\.jpeg\\?.*X-Amz-Expires=3600`),
+      );
+      expect((await fetch(body.result_url)).status).toBe(200);
       expect(await gateway.object(`main/inputs/${jobId}`)).toBeDefined();
       expect(app.logs.some((line) => line.includes("could not delete a settled job's inputs"))).toBe(true);
     } finally {
@@ -353,14 +359,22 @@ describe("retention", () => {
     expect((await gateway.keys()).filter((key) => key.includes(jobId)).sort()).toEqual(
       [`main/inputs/${jobId}`, `main/results/${jobId}.jpeg`].sort(),
     );
-    const deletesBefore = gateway.requests.filter((entry) => entry.method === "POST" && entry.url.includes("delete")).length;
+    const deletesBefore = gateway.requests.length;
 
     await sweep(app, Date.now() + app.config.retentionMs + 3_600_000);
 
     expect((await gateway.keys()).filter((key) => key.startsWith("main/"))).toEqual([]);
-    const deletes = gateway.requests.filter((entry) => entry.method === "POST" && entry.url.includes("delete"));
-    expect(deletes.length - deletesBefore).toBe(2);
-    expect(deletes.every((entry) => entry.auth === "header" && entry.status === 200)).toBe(true);
+    // One DeleteObjects for the expired results, one for the leftover inputs (the other app's deletes aside).
+    // Answered ones only: s3rver sometimes answers 500 to a many-key delete (its clean-up of emptied
+    // directories races itself, stores/filesystem.js deleteObject), and the SDK retries it.
+    const deletes = gateway.requests
+      .slice(deletesBefore)
+      .filter((entry) => entry.status === 200 && entry.deleteKeys?.some((key) => key.startsWith("main/")));
+    expect(deletes).toHaveLength(2);
+    expect(deletes.flatMap((entry) => entry.deleteKeys)).toEqual(
+      expect.arrayContaining([`main/results/${jobId}.jpeg`, `main/inputs/${jobId}`]),
+    );
+    expect(deletes.every((entry) => entry.auth === "header")).toBe(true);
     const status = await request(app.url, "GET", `/api/process/status?job_id=${jobId}`, { key: account.key });
     expect(status.body).toMatchObject({ status: "done", width: 320, height: 240, format: "jpeg" });
     const result = await request(app.url, "GET", `/api/process/result?job_id=${jobId}`, { key: account.key });
