@@ -18,7 +18,8 @@ export {
   isBlobStoreError,
   type PutOptions,
 } from "./blobs/blob-store";
-export { S3BlobStore, type S3BlobStoreOptions } from "./blobs/s3-blob-store";
+// The S3 store itself is loaded on demand (openBlobStore): importing it here would load the AWS SDK at every start.
+export type { S3BlobStore, S3BlobStoreOptions } from "./blobs/s3-blob-store";
 export { type BlobStoreConfig, type Config, ConfigError, loadConfig, parseConfig, parseDuration } from "./config/env";
 export { isPlanName, PLAN_LIMITS, PLAN_NAMES, type PlanName } from "./config/plans";
 export { type DatabaseHandle, type Db, openDatabase } from "./db/database";
@@ -58,8 +59,8 @@ export {
 export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
 export {
   createAdminService,
-  createBlobStore,
   createServices,
+  openBlobStore,
   type ServiceDependencies,
   type Services,
 } from "./services/services";

@@ -7,6 +7,7 @@ import {
   JobQueue,
   type Logger,
   ModelProvisioner,
+  openBlobStore,
   runMaintenance,
   type ServiceDependencies,
   type Services,
@@ -70,6 +71,7 @@ export async function startRetouch(options: {
     mailer,
     authSecret: await resolveAuthSecret(config),
     queue,
+    blobs: await openBlobStore(config),
     ...(options.fetchClientMetadata ? { fetchClientMetadata: options.fetchClientMetadata } : {}),
   });
 

@@ -2,7 +2,6 @@ import path from "node:path";
 import type { ClientMetadataResourceFetch } from "@better-auth/oauth-provider";
 import { createAuth, RESET_PASSWORD_TOKEN_TTL_SECONDS } from "../auth/auth";
 import { type BlobStore, FileBlobStore } from "../blobs/blob-store";
-import { S3BlobStore } from "../blobs/s3-blob-store";
 import type { Config } from "../config/env";
 import type { Db } from "../db/database";
 import type { Logger } from "../lib/logger";
@@ -48,7 +47,7 @@ export interface ServiceDependencies {
   authSecret: string;
   /** The durable queue (the host owns it): jobs to process, webhook attempts to make. */
   queue: QueueClient;
-  /** Where inputs and results are kept; files under the data directory by default. */
+  /** Where inputs and results are kept (`openBlobStore`); files under the data directory by default. */
   blobs?: BlobStore;
   /** For tests: how webhook hosts resolve. */
   resolveHost?: (host: string) => Promise<string[]>;
@@ -56,10 +55,16 @@ export interface ServiceDependencies {
   fetchClientMetadata?: ClientMetadataResourceFetch;
 }
 
-/** The store RETOUCH_BLOB_STORE names: files under the data directory, or an S3 bucket (credentials: the AWS SDK's default chain). */
-export function createBlobStore(config: Pick<Config, "blobStore" | "dataDir">): BlobStore {
+/**
+ * The store RETOUCH_BLOB_STORE names: files under the data directory, or an S3
+ * bucket (credentials: the AWS SDK's default chain). The S3 store, and with it
+ * the AWS SDK (some 90 ms to load here), is loaded only when it is configured,
+ * so that a file-store installation starts as fast as before.
+ */
+export async function openBlobStore(config: Pick<Config, "blobStore" | "dataDir">): Promise<BlobStore> {
   const store = config.blobStore;
   if (store.kind === "file") return new FileBlobStore(path.join(config.dataDir, "blobs"));
+  const { S3BlobStore } = await import("../blobs/s3-blob-store");
   return new S3BlobStore({
     bucket: store.bucket,
     endpoint: store.endpoint,
@@ -84,7 +89,9 @@ export function createServices(deps: ServiceDependencies) {
     webhookDeliveries: deliveriesStore,
     oauthGrants: new OAuthGrantsStore(db),
   };
-  const blobs = deps.blobs ?? createBlobStore(config);
+  if (!deps.blobs && config.blobStore.kind !== "file")
+    throw new Error("createServices: pass the store from openBlobStore(config)");
+  const blobs: BlobStore = deps.blobs ?? new FileBlobStore(path.join(config.dataDir, "blobs"));
   const auth = createAuth({
     db,
     config,
