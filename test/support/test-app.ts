@@ -50,7 +50,15 @@ export async function startTestApp(
       ...(options.dashboardDir ? { dashboardDir: options.dashboardDir } : {}),
       ...(options.fetchClientMetadata ? { fetchClientMetadata: options.fetchClientMetadata } : {}),
     });
-  let app = await start();
+  let app: Awaited<ReturnType<typeof start>>;
+  try {
+    app = await start();
+  } catch (error) {
+    // A start refused (a store that is down, say) still leaves nothing behind.
+    await database.drop();
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  }
   if (!app.http) throw new Error("test app has no HTTP server");
   const testApp: TestApp = {
     url: app.http.url,

@@ -6,6 +6,7 @@
  * only this, starts PostgreSQL, and loads everything else while the
  * database boots.
  */
+export { BlobStoreError } from "./blobs/blob-store";
 export { type Config, ConfigError, loadConfig } from "./config/env";
 export { type DatabaseHandle, openDatabase } from "./db/database";
 export { migrateToLatest } from "./db/migrate";

@@ -11,7 +11,16 @@ export {
   OAUTH_LOGIN_PAGE,
   OAUTH_SCOPES,
 } from "./auth/mcp-oauth.plugin";
-export { type Config, ConfigError, loadConfig, parseConfig, parseDuration } from "./config/env";
+export {
+  type BlobStore,
+  BlobStoreError,
+  FileBlobStore,
+  isBlobStoreError,
+  type PutOptions,
+} from "./blobs/blob-store";
+// The S3 store itself is loaded on demand (openBlobStore): importing it here would load the AWS SDK at every start.
+export type { S3BlobStore, S3BlobStoreOptions } from "./blobs/s3-blob-store";
+export { type BlobStoreConfig, type Config, ConfigError, loadConfig, parseConfig, parseDuration } from "./config/env";
 export { isPlanName, PLAN_LIMITS, PLAN_NAMES, type PlanName } from "./config/plans";
 export { type DatabaseHandle, type Db, openDatabase } from "./db/database";
 export { migrateToLatest } from "./db/migrate";
@@ -50,7 +59,13 @@ export {
 } from "./schemas/process.schemas";
 export { READY_CHECK_TIMEOUT_MS, type Readiness } from "./services/operations.service";
 export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
-export { createAdminService, createServices, type ServiceDependencies, type Services } from "./services/services";
+export {
+  createAdminService,
+  createServices,
+  openBlobStore,
+  type ServiceDependencies,
+  type Services,
+} from "./services/services";
 export { authenticate, type CredentialKind, type ProcedureCredentialKind } from "./trpc/authenticate";
 export { type Context, createContext } from "./trpc/context";
 export { isClientError, toRetouchError, trpcErrorResponse } from "./trpc/errors";

@@ -7,6 +7,7 @@ import {
   JobQueue,
   type Logger,
   ModelProvisioner,
+  openBlobStore,
   RetouchMetrics,
   runMaintenance,
   type ServiceDependencies,
@@ -74,6 +75,7 @@ export async function startRetouch(options: {
     mailer,
     authSecret: await resolveAuthSecret(config),
     queue,
+    blobs: await openBlobStore(config),
     ...(options.fetchClientMetadata ? { fetchClientMetadata: options.fetchClientMetadata } : {}),
   });
 
@@ -83,6 +85,10 @@ export async function startRetouch(options: {
   let http: HttpServer | undefined;
   let queueStarted = false;
   try {
+    // A store that is down or refuses (bad credentials, missing bucket) stops the start, with the store's answer:
+    // better than accepting jobs whose images cannot be kept.
+    await services.blobs.check();
+    logger.info({ blobStore: services.blobs.kind, resultUrls: config.resultUrls }, "blob store reachable");
     if (role === "worker" || role === "all") {
       // The threads start with what is on disk; a missing model is fetched once the service is up.
       models = new ModelProvisioner({ config, logger, metrics });
@@ -148,6 +154,7 @@ export async function startRetouch(options: {
     // A started queue holds a LISTEN connection: the pool would wait for it forever.
     if (queueStarted) await queue.stop(0);
     await engine?.close();
+    services.blobs.close?.();
     mailer.close();
     await queuePool.end();
     await database.shutdown();
@@ -166,6 +173,7 @@ export async function startRetouch(options: {
         await queue.stop(config.shutdownTimeoutMs);
         await models?.stop();
         await engine?.close();
+        services.blobs.close?.();
         mailer.close();
         await queuePool.end();
         await database.shutdown();

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { ConfigError, createLogger, loadConfig } from "@retouch/core/bootstrap";
+import { BlobStoreError, ConfigError, createLogger, loadConfig } from "@retouch/core/bootstrap";
 import { webAssetsDirectory } from "@retouch/web";
 import type { Role } from "./app";
 import { saveCompileCache } from "./compile-cache";
@@ -76,6 +76,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof BlobStoreError || (error instanceof Error && error.name === "BlobStoreError")) {
+    // The operator's to fix (bucket, credentials, endpoint): the store's answer says what, a stack would not.
+    process.stderr.write(`Retouch failed to start: the blob store is not usable: ${error.message}\n`);
+    process.exit(1);
+  }
   process.stderr.write(`Retouch failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -286,7 +286,7 @@ describe("the provider record", () => {
     expect(status).toMatchObject({ status: "done", format: "jpeg", ...record });
     const result = (await request(app.url, "GET", `/api/process/result?job_id=${jobId}`, { key: account.key })).body;
     expect(result).toMatchObject({ job_id: jobId, url: expect.any(String), ...record });
-    expect(app.services.webhooks.callbackBody(settled as NonNullable<typeof settled>)).toMatchObject(record);
+    expect(await app.services.webhooks.callbackBody(settled as NonNullable<typeof settled>)).toMatchObject(record);
 
     // An edit of the built-in engine has none of the three.
     const done = await main.sdk.edit(await productPhoto(), "make it black and white", { intervalMs: 250 });

@@ -156,6 +156,25 @@ const envSchema = z.object({
   RETOUCH_JOB_TIMEOUT: duration.default(600_000),
   RETOUCH_QUEUE_POLL_INTERVAL: duration.default(5_000),
   RETOUCH_RETENTION: duration.default(86_400_000),
+  /** Where inputs, masks and results are kept: files under RETOUCH_DATA_DIR, or an S3-compatible bucket. */
+  RETOUCH_BLOB_STORE: z.enum(["file", "s3"]).default("file"),
+  /** The bucket (required with s3; Retouch does not create it). */
+  RETOUCH_S3_BUCKET: z.string().min(3).max(63).optional(),
+  /** An S3-compatible server's URL (R2, MinIO, ...); unset: AWS. */
+  RETOUCH_S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  RETOUCH_S3_REGION: z.string().min(1).default("us-east-1"),
+  /** Path-style addressing (`endpoint/bucket/key`), which MinIO and most self-hosted servers need. */
+  RETOUCH_S3_FORCE_PATH_STYLE: booleanFlag,
+  /** A key prefix, so that one bucket can hold several installations (`retouch/`). */
+  RETOUCH_S3_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9!_.*'()/-]*$/, "may hold only letters, digits and !_.*'()/- (S3's safe key characters)")
+    .optional(),
+  /**
+   * Result URLs: `presigned` (default with s3) hands out the store's own presigned GET, valid 1 hour;
+   * `proxy` hands out this service's signed /files/... URL, streamed from the store. The file store always proxies.
+   */
+  RETOUCH_RESULT_URLS: z.enum(["presigned", "proxy"]).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   RETOUCH_MAX_IMAGE_PIXELS: z.coerce.number().int().min(1_000_000).max(268_000_000).default(40_000_000),
   // A path (checked below, relative to baseDir) or a catalog name.
@@ -227,6 +246,18 @@ const envSchema = z.object({
 });
 
 export type Env = z.input<typeof envSchema>;
+
+export type BlobStoreConfig =
+  | { kind: "file" }
+  | {
+      kind: "s3";
+      bucket: string;
+      endpoint: string | undefined;
+      region: string;
+      forcePathStyle: boolean;
+      /** Empty, or ending in exactly one slash. */
+      prefix: string;
+    };
 
 export interface Config {
   nodeEnv: "development" | "production" | "test";
@@ -320,6 +351,10 @@ export interface Config {
   socketIdleTimeoutMs: number;
   /** How long inputs and results are kept. */
   retentionMs: number;
+  /** Where blobs are kept (RETOUCH_BLOB_STORE and RETOUCH_S3_*); credentials come from the AWS SDK's default chain. */
+  blobStore: BlobStoreConfig;
+  /** What result URLs point at: the store's presigned GET (s3 only) or this service's own signed /files/ URL. */
+  resultUrls: "presigned" | "proxy";
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /** Images (and requested outputs) above this many pixels are refused. */
   maxImagePixels: number;
@@ -482,7 +517,11 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   const objectRemovalProvider = result.data
     ? readRemovalProvider(result.data, "RETOUCH_OBJECT_REMOVAL_PROVIDER", result.data.RETOUCH_OBJECT_REMOVAL_PROVIDER, problems)
     : undefined;
-  if (!result.success || problems.length > 0) throw new ConfigError(problems);
+  const blobStore = result.data ? readBlobStore(result.data, problems) : undefined;
+  if (result.data?.RETOUCH_RESULT_URLS === "presigned" && result.data.RETOUCH_BLOB_STORE !== "s3") {
+    problems.push("RETOUCH_RESULT_URLS: presigned URLs need RETOUCH_BLOB_STORE=s3 (the file store's results are always proxied)");
+  }
+  if (!result.success || !blobStore || problems.length > 0) throw new ConfigError(problems);
   const e = result.data;
   const dataDir = path.resolve(baseDir, e.RETOUCH_DATA_DIR);
   // Default: two full-size requests at once, and never less than 256 MiB.
@@ -536,6 +575,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     keepAliveTimeoutMs: e.RETOUCH_KEEP_ALIVE_TIMEOUT,
     socketIdleTimeoutMs: e.RETOUCH_SOCKET_IDLE_TIMEOUT,
     retentionMs: e.RETOUCH_RETENTION,
+    blobStore,
+    resultUrls: blobStore.kind === "s3" ? (e.RETOUCH_RESULT_URLS ?? "presigned") : "proxy",
     logLevel: e.LOG_LEVEL,
     maxImagePixels: e.RETOUCH_MAX_IMAGE_PIXELS,
     backgroundModel: backgroundModelPath
@@ -567,6 +608,24 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     generativeProvider,
     backgroundProvider,
     objectRemovalProvider,
+  };
+}
+
+/** RETOUCH_BLOB_STORE and its RETOUCH_S3_* settings; the S3 ones only mean something with s3. */
+function readBlobStore(e: z.infer<typeof envSchema>, problems: string[]): BlobStoreConfig | undefined {
+  if (e.RETOUCH_BLOB_STORE === "file") return { kind: "file" };
+  if (!e.RETOUCH_S3_BUCKET) {
+    problems.push("RETOUCH_S3_BUCKET: required with RETOUCH_BLOB_STORE=s3 (the name of an existing bucket)");
+    return undefined;
+  }
+  const trimmed = (e.RETOUCH_S3_PREFIX ?? "").replace(/^\/+|\/+$/g, "");
+  return {
+    kind: "s3",
+    bucket: e.RETOUCH_S3_BUCKET,
+    endpoint: e.RETOUCH_S3_ENDPOINT,
+    region: e.RETOUCH_S3_REGION,
+    forcePathStyle: e.RETOUCH_S3_FORCE_PATH_STYLE,
+    prefix: trimmed ? `${trimmed}/` : "",
   };
 }
 

@@ -1,4 +1,5 @@
 import { type EngineFailureReason, isEngineError } from "@retouch/engine";
+import { isBlobStoreError } from "../blobs/blob-store";
 
 /**
  * The one table of job failure codes: why a job ended in `error`, as clients
@@ -79,6 +80,11 @@ export const JOB_FAILURE_CODES = {
   result_storage_failed: {
     engineMessage: false,
     message: "The edited image could not be stored on the server: submit the job again later.",
+  },
+  storage_unavailable: {
+    engineMessage: false,
+    message:
+      "The server's image storage could not be reached while editing, so the input could not be read: submit the job again later.",
   },
   internal_error: {
     engineMessage: false,
@@ -187,6 +193,7 @@ export function jobFailureFromError(
     return { code, message: usable ? error.message.trim() : JOB_FAILURE_CODES[code].message, reason };
   }
   if (context.stage === "store") return jobFailure("result_storage_failed", `result storage: ${describe(error)}`);
+  if (isBlobStoreError(error)) return jobFailure("storage_unavailable", `input storage: ${describe(error)}`);
   return jobFailure("internal_error", `internal: ${describe(error)}`);
 }
 

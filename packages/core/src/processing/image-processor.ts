@@ -90,7 +90,7 @@ export class ImageProcessor {
       });
       const resultBlob = `results/${jobId}.${result.format}`;
       stage = "store";
-      await blobs.put(resultBlob, result.image);
+      await blobs.put(resultBlob, result.image, { contentType: `image/${result.format}` });
       stage = "settle";
       const settled = await jobs.settleDone(jobId, this.workerId, {
         resultBlob,
@@ -149,8 +149,14 @@ export class ImageProcessor {
 
   private async afterSettle(job: JobRow): Promise<void> {
     const inputs = [job.input_blob, job.mask_blob].filter((key): key is string => key !== null);
-    await Promise.all(inputs.map((key) => this.deps.blobs.delete(key)));
-    if (inputs.length > 0) await this.deps.jobs.clearInputBlobs(job.id);
+    try {
+      await this.deps.blobs.deleteMany(inputs);
+      if (inputs.length > 0) await this.deps.jobs.clearInputBlobs(job.id);
+    } catch (error) {
+      // The job has settled: its webhook must still go out. The row still names the inputs, so the
+      // maintenance sweep deletes them once the store answers again.
+      this.deps.logger.warn({ jobId: job.id, err: error }, "could not delete a settled job's inputs; the sweep will");
+    }
     await this.deps.onSettled(job);
   }
 }

@@ -56,14 +56,14 @@ export async function runMaintenance(deps: MaintenanceDependencies): Promise<voi
 
   await deps.rescheduleWebhooks(2 * 60_000);
 
-  for (const { id, resultBlob } of await jobs.expiredResults(new Date(now))) {
-    await blobs.delete(resultBlob);
-    await jobs.forgetResult(id);
-  }
-  for (const { id, blobs: keys } of await jobs.leftoverInputs(new Date(now - 60_000))) {
-    await Promise.all(keys.map((key) => blobs.delete(key)));
-    await jobs.clearInputBlobs(id);
-  }
+  // In batches (one DeleteObjects request per 1000 keys on S3); a row forgets its blob only once the
+  // blob is gone, so a store that fails here leaves the rest for the next sweep, and nothing is orphaned.
+  const expired = await jobs.expiredResults(new Date(now));
+  await blobs.deleteMany(expired.map(({ resultBlob }) => resultBlob));
+  for (const { id } of expired) await jobs.forgetResult(id);
+  const leftovers = await jobs.leftoverInputs(new Date(now - 60_000));
+  await blobs.deleteMany(leftovers.flatMap(({ blobs: keys }) => keys));
+  for (const { id } of leftovers) await jobs.clearInputBlobs(id);
   await jobs.deleteIdempotencyKeysBefore(new Date(now - IDEMPOTENCY_RETENTION_MS));
   await deps.rateLimits.deleteOlderThan(new Date(now - 24 * 3_600_000));
   await deps.oauthGrants.deleteExpiredTokens(new Date(now - EXPIRED_TOKEN_RETENTION_MS));

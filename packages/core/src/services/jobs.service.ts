@@ -1,3 +1,4 @@
+import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import { isJobFailureCode, JOB_FAILURE_CODES, type PublicJobFailure } from "../errors/job-failure-codes";
 import { RetouchError } from "../errors/retouch-error";
@@ -58,9 +59,11 @@ export class JobsService {
   constructor(
     private readonly store: JobsStore,
     private readonly signer: UrlSigner,
-    private readonly config: Pick<Config, "publicBaseUrl">,
+    private readonly config: Pick<Config, "publicBaseUrl" | "resultUrls">,
     private readonly cursors: PageCursors,
     private readonly settlements?: SettlementWatch,
+    /** Presigns result URLs when `resultUrls` is `presigned` (an S3 store). */
+    private readonly blobs?: Pick<BlobStore, "presignedUrl">,
   ) {}
 
   /**
@@ -75,7 +78,7 @@ export class JobsService {
     const page = rows.slice(0, input.limit);
     const last = page.at(-1);
     return {
-      jobs: page.map((job) => this.listing(job)),
+      jobs: await Promise.all(page.map((job) => this.listing(job))),
       next_cursor:
         rows.length > input.limit && last
           ? this.cursors.seal(principal.userId, [last.position.createdAt, last.position.id])
@@ -83,7 +86,7 @@ export class JobsService {
     };
   }
 
-  private listing(job: JobRow): JobListing {
+  private async listing(job: JobRow): Promise<JobListing> {
     const failure = job.status === "error" ? failureOf(job) : undefined;
     return {
       id: job.id,
@@ -94,7 +97,7 @@ export class JobsService {
       metadata: job.status === "pending" ? null : metadataOf(job),
       error_code: failure?.error_code ?? null,
       error_message: failure?.error_message ?? null,
-      result_url: job.status === "done" && job.result_blob && job.result_format ? this.resultUrl(job).url : null,
+      result_url: job.status === "done" && job.result_blob && job.result_format ? (await this.resultUrl(job)).url : null,
     };
   }
 
@@ -168,15 +171,34 @@ export class JobsService {
     if (!job.result_blob || !job.result_format) {
       throw new RetouchError("not_found", `The result of job ${jobId} has expired and was deleted.`);
     }
-    const { url, expiresAt } = this.resultUrl(job);
+    const { url, expiresAt } = await this.resultUrl(job);
     return { job_id: jobId, url, expires_at: expiresAt.toISOString(), ...metadataOf(job) };
   }
 
-  /** A fresh signed link to a done job's image (webhooks sign one at every attempt). */
-  resultUrl(job: Pick<JobRow, "id" | "result_format">): { url: string; expiresAt: Date } {
+  /**
+   * A fresh signed link to a done job's image (webhooks sign one at every
+   * attempt): the store's presigned GET when RETOUCH_RESULT_URLS is
+   * `presigned` (S3), valid for the spec's hour as the service's own link is;
+   * otherwise this service's signed /files/ URL.
+   */
+  async resultUrl(job: Pick<JobRow, "id" | "result_format" | "result_blob">): Promise<{ url: string; expiresAt: Date }> {
     const expiresAt = new Date(Date.now() + RESULT_URL_TTL_MS);
+    const presign = this.blobs?.presignedUrl?.bind(this.blobs);
+    if (this.config.resultUrls === "presigned" && presign && job.result_blob) {
+      return { url: await presign(job.result_blob, RESULT_URL_TTL_MS / 1000), expiresAt };
+    }
     const pathname = `${RESULT_PATH_PREFIX}${job.id}.${job.result_format}`;
     return { url: `${this.config.publicBaseUrl}${pathname}?${this.signer.sign(pathname, expiresAt)}`, expiresAt };
+  }
+
+  /**
+   * The stored result of a done job whose link this service just made for its
+   * owner (MCP inlines small pictures): the blob to read, whatever the link's kind.
+   */
+  async storedResult(jobId: string): Promise<{ blob: string; format: string; jobId: string }> {
+    const job = await this.store.find(jobId);
+    if (!job?.result_blob || !job.result_format) throw new RetouchError("not_found", "This result has expired and was deleted.");
+    return { blob: job.result_blob, format: job.result_format, jobId: job.id };
   }
 
   /** Checks a signed result link; returns the blob to serve. */

@@ -1,5 +1,3 @@
-import { constants } from "node:fs";
-import { access, mkdir } from "node:fs/promises";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import { RetouchError } from "../errors/retouch-error";
@@ -22,14 +20,10 @@ export interface Readiness {
   checks: { database: CheckState; store: CheckState };
 }
 
-/** A store that can say whether it is reachable (an object store's bucket); the file store is checked by its directory. */
-type CheckableBlobStore = BlobStore & { check?: () => Promise<void> };
-
 export interface OperationsDependencies {
   store: OperationsStore;
+  /** Its `check()`: the bucket answers (S3), or the directory is writable (files). */
   blobs: BlobStore;
-  /** The file store's directory: writable means reachable, for a store that has no `check` of its own. */
-  blobDir: string;
   config: Pick<Config, "metricsToken">;
   logger: Logger;
   metrics: RetouchMetrics;
@@ -63,18 +57,11 @@ export class OperationsService {
 
   /** Both checks at once, each bounded by READY_CHECK_TIMEOUT_MS; the reasons go to the log, never to the caller. */
   async readiness(): Promise<Readiness> {
-    const blobs = this.deps.blobs as CheckableBlobStore;
     const [database, store] = await Promise.all([
       this.check("database", () => this.deps.store.ping()),
-      this.check("store", () => (blobs.check ? blobs.check() : this.fileStoreWritable())),
+      this.check("store", () => this.deps.blobs.check()),
     ]);
     return { ready: database === "ok" && store === "ok", checks: { database, store } };
-  }
-
-  private async fileStoreWritable(): Promise<void> {
-    // The directory is made at the first upload; a fresh installation is ready before it.
-    await mkdir(this.deps.blobDir, { recursive: true, mode: 0o700 });
-    await access(this.deps.blobDir, constants.W_OK);
   }
 
   private async check(name: string, run: () => Promise<void>): Promise<CheckState> {

@@ -50,7 +50,7 @@ export interface ServiceDependencies {
   authSecret: string;
   /** The durable queue (the host owns it): jobs to process, webhook attempts to make. */
   queue: QueueClient;
-  /** Where inputs and results are kept; files under the data directory by default. */
+  /** Where inputs and results are kept (`openBlobStore`); files under the data directory by default. */
   blobs?: BlobStore;
   /** This process's Prometheus registry (one per process); a fresh one by default. */
   metrics?: RetouchMetrics;
@@ -58,6 +58,25 @@ export interface ServiceDependencies {
   resolveHost?: (host: string) => Promise<string[]>;
   /** For tests: how MCP clients' metadata documents (OAuth client ids that are URLs) are fetched. */
   fetchClientMetadata?: ClientMetadataResourceFetch;
+}
+
+/**
+ * The store RETOUCH_BLOB_STORE names: files under the data directory, or an S3
+ * bucket (credentials: the AWS SDK's default chain). The S3 store, and with it
+ * the AWS SDK (some 90 ms to load here), is loaded only when it is configured,
+ * so that a file-store installation starts as fast as before.
+ */
+export async function openBlobStore(config: Pick<Config, "blobStore" | "dataDir">): Promise<BlobStore> {
+  const store = config.blobStore;
+  if (store.kind === "file") return new FileBlobStore(path.join(config.dataDir, "blobs"));
+  const { S3BlobStore } = await import("../blobs/s3-blob-store");
+  return new S3BlobStore({
+    bucket: store.bucket,
+    endpoint: store.endpoint,
+    region: store.region,
+    forcePathStyle: store.forcePathStyle,
+    prefix: store.prefix,
+  });
 }
 
 /** Every domain service, wired once. The HTTP host, the worker, the admin CLI and tests all start here. */
@@ -76,8 +95,9 @@ export function createServices(deps: ServiceDependencies) {
     oauthGrants: new OAuthGrantsStore(db),
     operations: new OperationsStore(db),
   };
-  const blobDir = path.join(config.dataDir, "blobs");
-  const blobs = deps.blobs ?? new FileBlobStore(blobDir);
+  if (!deps.blobs && config.blobStore.kind !== "file")
+    throw new Error("createServices: pass the store from openBlobStore(config)");
+  const blobs: BlobStore = deps.blobs ?? new FileBlobStore(path.join(config.dataDir, "blobs"));
   const metrics = deps.metrics ?? new RetouchMetrics();
   // Every role reads the same queue from the database: an API process's scrape shows it too.
   metrics.collectQueueFrom(() => stores.operations.queueDepth());
@@ -126,6 +146,7 @@ export function createServices(deps: ServiceDependencies) {
     config,
     new PageCursors(deps.authSecret),
     deps.queue,
+    blobs,
   );
   const webhooks = new WebhooksService({
     deliveries: stores.webhookDeliveries,
@@ -168,7 +189,7 @@ export function createServices(deps: ServiceDependencies) {
     }),
     capabilities: new CapabilitiesService(config),
     /** /readyz and /metrics. */
-    operations: new OperationsService({ store: stores.operations, blobs, blobDir, config, logger, metrics }),
+    operations: new OperationsService({ store: stores.operations, blobs, config, logger, metrics }),
     metrics,
     /** Click-to-select; the host gives it the engine pool (`useEngine`) once it has one. */
     selections: new SelectionsService({ config, rateLimits: stores.rateLimits, logger }),

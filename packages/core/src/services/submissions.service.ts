@@ -366,24 +366,32 @@ export class SubmissionsService {
 
   private async writeBlobs(items: AcceptedItem[]): Promise<Map<string, { input: string; mask: string | null }>> {
     const written = new Map<string, { input: string; mask: string | null }>();
-    await Promise.all(
+    const outcomes = await Promise.allSettled(
       items.map(async (item) => {
         const input = `inputs/${item.jobId}`;
         const mask = item.mask ? `masks/${item.jobId}` : null;
         written.set(item.jobId, { input, mask });
         await this.deps.blobs.put(input, item.image);
-        if (mask && item.mask) await this.deps.blobs.put(mask, item.mask);
+        if (mask && item.mask) await this.deps.blobs.put(mask, item.mask, { contentType: "image/png" });
       }),
     );
+    const failed = outcomes.find((outcome): outcome is PromiseRejectedResult => outcome.status === "rejected");
+    if (failed) {
+      // Nothing was charged; the store's failure (BlobStoreError) becomes a 503 with Retry-After at the edge.
+      await this.deleteBlobs(written);
+      throw failed.reason;
+    }
     return written;
   }
 
+  /** Best effort: a store that fails here too leaves objects no row names, which is only space. */
   private async deleteBlobs(written: Map<string, { input: string; mask: string | null }>): Promise<void> {
-    await Promise.all(
-      [...written.values()].flatMap(({ input, mask }) =>
-        [input, mask].filter((key): key is string => key !== null).map((key) => this.deps.blobs.delete(key)),
-      ),
-    );
+    const keys = [...written.values()].flatMap(({ input, mask }) => [input, mask].filter((key): key is string => key !== null));
+    try {
+      await this.deps.blobs.deleteMany(keys);
+    } catch (error) {
+      this.deps.logger.warn({ err: error, keys: keys.length }, "could not delete a refused submission's uploads");
+    }
   }
 
   private pendingJob(

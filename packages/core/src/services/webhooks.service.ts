@@ -79,7 +79,7 @@ export class WebhooksService {
     }
     const secret = await this.deps.profiles.webhookSecret(delivery.user_id);
     // Built and signed at each attempt: a fresh timestamp, and for a done job a fresh 1-hour result link.
-    const body = JSON.stringify(this.callbackBody(job));
+    const body = JSON.stringify(await this.callbackBody(job));
     let statusCode: number | null = null;
     let error: string | null = null;
     try {
@@ -117,9 +117,10 @@ export class WebhooksService {
   }
 
   /** The spec's callback body; a failed job's also says why (`error_code`, `error_message`) beside the spec's `error`. */
-  callbackBody(job: JobRow): Record<string, unknown> {
+  async callbackBody(job: JobRow): Promise<Record<string, unknown>> {
     const base = { job_id: job.id, status: job.status, ...metadataOf(job) };
-    if (job.status === "done" && job.result_format) return { ...base, result_url: this.deps.jobsService.resultUrl(job).url };
+    if (job.status === "done" && job.result_format)
+      return { ...base, result_url: (await this.deps.jobsService.resultUrl(job)).url };
     return { ...base, ...failureOf(job) };
   }
 

@@ -1,6 +1,7 @@
 import { TRPCError } from "@trpc/server";
 import { type TRPC_ERROR_CODE_KEY, TRPC_ERROR_CODES_BY_KEY } from "@trpc/server/rpc";
 import { ZodError } from "zod";
+import { isBlobStoreError } from "../blobs/blob-store";
 import { RetouchError } from "../errors/retouch-error";
 
 const trpcCodeByStatus: Record<number, TRPC_ERROR_CODE_KEY> = {
@@ -74,10 +75,19 @@ export function toRetouchError(error: unknown): RetouchError {
       cause: error,
     });
   }
+  if (isBlobStoreError(error)) {
+    // The store (an S3 bucket) is down or refusing: the server's condition, never the client's fault, and passing.
+    return new RetouchError("service_unavailable", "The image store is not answering right now; retry in a few seconds.", {
+      retryAfterSeconds: 5,
+      cause: error,
+    });
+  }
   if (error instanceof ZodError) return fromZodError(error);
   if (error instanceof TRPCError) {
     if (error.cause instanceof RetouchError) return error.cause;
     if (error.cause instanceof ZodError) return fromZodError(error.cause);
+    const cause: unknown = error.cause;
+    if (isBlobStoreError(cause)) return toRetouchError(cause);
     switch (error.code) {
       case "PARSE_ERROR":
         return new RetouchError("invalid_json");

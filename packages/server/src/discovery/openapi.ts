@@ -375,7 +375,7 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
       operationId: "downloadResult",
       summary: "Download a result image",
       description:
-        "The `url` of `GET /api/process/result` (and of a webhook's `result_url`). The signature in the query is the credential: no header is needed, and the link works for 1 hour.",
+        "The `url` of `GET /api/process/result` (and of a webhook's `result_url`). The signature in the query is the credential: no header is needed, and the link works for 1 hour. A server that keeps results in an S3 bucket may hand out the bucket's own presigned URL instead, which works the same way.",
       tags: ["Jobs"],
       security: [],
       parameters: [

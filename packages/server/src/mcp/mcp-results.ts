@@ -12,10 +12,14 @@ export function createResultContent(services: Services) {
   const base = services.config.publicBaseUrl;
 
   /** The stored picture behind a signed link this service just made: its size, and its bytes when small enough to inline. */
-  async function picture(url: string): Promise<{ size: number; bytes?: Buffer } | undefined> {
-    // The link is checked as the files route checks it: it is the capability.
-    const link = new URL(url.startsWith(base) ? url.slice(base.length) : url, "http://link.invalid");
-    const file = await services.jobs.openSignedResult(link.pathname, link.searchParams);
+  async function picture(url: string, jobId: string): Promise<{ size: number; bytes?: Buffer } | undefined> {
+    // The service's own link is checked as the files route checks it: it is the capability. Any other link is
+    // the store's presigned one (RETOUCH_RESULT_URLS=presigned), just made for this caller's own job.
+    const own = url.startsWith(base);
+    const link = new URL(own ? url.slice(base.length) : url, "http://link.invalid");
+    const file = own
+      ? await services.jobs.openSignedResult(link.pathname, link.searchParams)
+      : await services.jobs.storedResult(jobId);
     const opened = await services.blobs.open(file.blob);
     if (!opened) return undefined;
     if (opened.size > MAX_INLINE_IMAGE_BYTES) {
@@ -29,7 +33,7 @@ export function createResultContent(services: Services) {
     const { url, format, job_id: jobId, expires_at: expiresAt, width, height } = output;
     if (typeof url !== "string" || typeof format !== "string" || typeof jobId !== "string") return [];
     const mimeType = `image/${format}`;
-    const stored = await picture(url);
+    const stored = await picture(url, jobId);
     const blocks: ContentBlock[] = [
       {
         type: "resource_link",
