@@ -11,6 +11,34 @@ export function dilate(mask: Uint8Array, width: number, height: number, radius: 
   return morphology(mask, width, height, radius, 255);
 }
 
+/**
+ * The same as `dilate` when every on pixel lies in `bounds` (x, y, width,
+ * height): only the rectangle that the dilation can reach is worked on, and
+ * the rest of the full-size result is off. A hole of a 12 MP photo is a small
+ * part of it, and a full-size pass costs tens of milliseconds.
+ */
+export function dilateAround(
+  mask: Uint8Array,
+  width: number,
+  height: number,
+  radius: number,
+  bounds: { x: number; y: number; width: number; height: number },
+): Uint8Array {
+  const x0 = Math.max(0, bounds.x - radius);
+  const y0 = Math.max(0, bounds.y - radius);
+  const x1 = Math.min(width, bounds.x + bounds.width + radius);
+  const y1 = Math.min(height, bounds.y + bounds.height + radius);
+  const localWidth = x1 - x0;
+  const localHeight = y1 - y0;
+  const out = new Uint8Array(mask.length);
+  if (localWidth <= 0 || localHeight <= 0) return out;
+  const local = new Uint8Array(localWidth * localHeight);
+  for (let y = 0; y < localHeight; y++) local.set(mask.subarray((y0 + y) * width + x0, (y0 + y) * width + x1), y * localWidth);
+  const grown = morphology(local, localWidth, localHeight, radius, 255);
+  for (let y = 0; y < localHeight; y++) out.set(grown.subarray(y * localWidth, (y + 1) * localWidth), (y0 + y) * width + x0);
+  return out;
+}
+
 /** Square min filter (erosion). */
 export function erode(mask: Uint8Array, width: number, height: number, radius: number): Uint8Array {
   return morphology(mask, width, height, radius, 0);
