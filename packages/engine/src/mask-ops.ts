@@ -6,9 +6,40 @@ import type { GreyImage, RgbaImage } from "./engine.ports";
  * of pixels, whatever the radius.
  */
 
-/** Square max filter (dilation) with a running window: O(pixels), any radius. */
+/**
+ * Square max filter (dilation) with a running window: O(pixels), any radius.
+ * Only the rectangle around the on pixels is filtered (a hole in a 12 MP frame
+ * is a small part of it); finding it is one quick scan.
+ */
 export function dilate(mask: Uint8Array, width: number, height: number, radius: number): Uint8Array {
-  return morphology(mask, width, height, radius, 255);
+  if (radius <= 0) return copyBytes(mask);
+  const bounds = onBounds(mask, width, height);
+  return bounds ? dilateAround(mask, width, height, radius, bounds) : new Uint8Array(mask.length);
+}
+
+/** The bounds of the pixels that are on (255), or undefined when none is. */
+function onBounds(
+  mask: Uint8Array,
+  width: number,
+  height: number,
+): { x: number; y: number; width: number; height: number } | undefined {
+  let x0 = width;
+  let x1 = -1;
+  let y0 = -1;
+  let y1 = -1;
+  for (let y = 0; y < height; y++) {
+    const row = y * width;
+    let left = 0;
+    while (left < width && mask[row + left] !== 255) left++;
+    if (left === width) continue;
+    let right = width - 1;
+    while (mask[row + right] !== 255) right--;
+    if (y0 < 0) y0 = y;
+    y1 = y;
+    if (left < x0) x0 = left;
+    if (right > x1) x1 = right;
+  }
+  return y0 < 0 ? undefined : { x: x0, y: y0, width: x1 - x0 + 1, height: y1 - y0 + 1 };
 }
 
 /**

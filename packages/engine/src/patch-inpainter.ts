@@ -892,25 +892,33 @@ function matchBoundaryTone(
   const fillSum = new Float64Array(cells * 3);
   const fillSquares = new Float64Array(cells * 3);
   const fillCount = new Float64Array(cells);
+  // The grid column of each crop column, looked up: this pass and the last see every pixel of the hole's bounds.
+  const cellColumn = new Int32Array(crop.width);
+  for (let x = 0; x < crop.width; x++) cellColumn[x] = Math.floor(x / cell);
+  const writtenData = written.data;
+  const grownData = grown.data;
   for (let y = readTop; y < readBottom; y++) {
     const row = Math.floor(y / cell) * gw;
+    const fullRow = (crop.y + y) * imageWidth + crop.x;
     for (let x = readLeft; x < readRight; x++) {
-      const full = (crop.y + y) * imageWidth + crop.x + x;
-      const g = row + Math.floor(x / cell);
-      if ((written.data[full] ?? 0) >= 128) {
+      const full = fullRow + x;
+      const g = row + (cellColumn[x] as number);
+      const o = full * 4;
+      const s = g * 3;
+      if ((writtenData[full] as number) >= 128) {
         for (let c = 0; c < 3; c++) {
-          const value = out[full * 4 + c] ?? 0;
-          fillSum[g * 3 + c] = (fillSum[g * 3 + c] ?? 0) + value;
-          fillSquares[g * 3 + c] = (fillSquares[g * 3 + c] ?? 0) + value * value;
+          const value = out[o + c] as number;
+          fillSum[s + c] = (fillSum[s + c] as number) + value;
+          fillSquares[s + c] = (fillSquares[s + c] as number) + value * value;
         }
-        fillCount[g] = (fillCount[g] ?? 0) + 1;
-      } else if ((grown.data[full] ?? 0) < 128) {
+        fillCount[g] = (fillCount[g] as number) + 1;
+      } else if ((grownData[full] as number) < 128) {
         for (let c = 0; c < 3; c++) {
-          const value = out[full * 4 + c] ?? 0;
-          knownSum[g * 3 + c] = (knownSum[g * 3 + c] ?? 0) + value;
-          knownSquares[g * 3 + c] = (knownSquares[g * 3 + c] ?? 0) + value * value;
+          const value = out[o + c] as number;
+          knownSum[s + c] = (knownSum[s + c] as number) + value;
+          knownSquares[s + c] = (knownSquares[s + c] as number) + value * value;
         }
-        knownCount[g] = (knownCount[g] ?? 0) + 1;
+        knownCount[g] = (knownCount[g] as number) + 1;
       }
     }
   }
@@ -961,18 +969,29 @@ function matchBoundaryTone(
   }
   if (boundaryCount === 0) return;
   rowInterpolate(correction, fixed, gw, gh);
+  // Each column's cells and weight between them, once.
+  const leftCell = new Int32Array(hole.width);
+  const rightCell = new Int32Array(hole.width);
+  const rightWeight = new Float64Array(hole.width);
+  for (let k = 0; k < hole.width; k++) {
+    const fx = clamp((holeLeft + k + 0.5) / cell - 0.5, 0, gw - 1);
+    leftCell[k] = Math.floor(fx);
+    rightCell[k] = Math.min(gw - 1, Math.floor(fx) + 1);
+    rightWeight[k] = fx - Math.floor(fx);
+  }
   for (let y = holeTop; y < holeTop + hole.height; y++) {
     const fy = clamp((y + 0.5) / cell - 0.5, 0, gh - 1);
     const y0 = Math.floor(fy);
     const y1 = Math.min(gh - 1, y0 + 1);
     const ty = fy - y0;
+    const fullRow = (crop.y + y) * imageWidth + crop.x;
     for (let x = holeLeft; x < holeLeft + hole.width; x++) {
-      const full = (crop.y + y) * imageWidth + crop.x + x;
-      if ((written.data[full] ?? 0) < 128) continue;
-      const fx = clamp((x + 0.5) / cell - 0.5, 0, gw - 1);
-      const x0 = Math.floor(fx);
-      const x1 = Math.min(gw - 1, x0 + 1);
-      const tx = fx - x0;
+      const full = fullRow + x;
+      if ((writtenData[full] as number) < 128) continue;
+      const k = x - holeLeft;
+      const x0 = leftCell[k] as number;
+      const x1 = rightCell[k] as number;
+      const tx = rightWeight[k] as number;
       for (let c = 0; c < 3; c++) {
         const top = (1 - tx) * (correction[(y0 * gw + x0) * 3 + c] ?? 0) + tx * (correction[(y0 * gw + x1) * 3 + c] ?? 0);
         const bottom = (1 - tx) * (correction[(y1 * gw + x0) * 3 + c] ?? 0) + tx * (correction[(y1 * gw + x1) * 3 + c] ?? 0);
