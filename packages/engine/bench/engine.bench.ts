@@ -46,7 +46,7 @@ interface Case {
 
 const CASES: Case[] = [
   { workflow: "background removal", prompt: "remove the background", input: "product", format: "png" },
-  { workflow: "object removal (detect + inpaint)", prompt: "remove the person", input: "people", format: "jpeg" },
+  { workflow: "object removal (detect + segment + inpaint)", prompt: "remove the person", input: "people", format: "jpeg" },
   {
     workflow: "generative: 3 adjustments",
     prompt: "make it warmer, add more contrast and sharpen slightly",

