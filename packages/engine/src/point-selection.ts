@@ -1,8 +1,7 @@
-import sharp, { type OutputInfo } from "sharp";
+import sharp from "sharp";
 import { EngineError } from "./engine-error";
-import { DEFAULT_MAX_PIXELS, inspectImage } from "./image-codec";
-import type { ImageEmbedding, PromptableSegmenter, PromptPoint } from "./segmenter.minisam";
-import { throwIfCancelled } from "./work-checkpoint";
+import { DEFAULT_MAX_PIXELS } from "./image-codec";
+import type { ImageEmbedding, MinisamSegmenter, PromptPoint } from "./segmenter.minisam";
 
 /**
  * Click-to-select: a picture is encoded once (the segmenter's encoder, about
@@ -11,8 +10,6 @@ import { throwIfCancelled } from "./work-checkpoint";
  * The caller keeps the embedding between clicks; nothing here holds state.
  */
 
-/** SAM's encoder sees the longest side at this size: the picture is decoded straight to it, never at full size. */
-const ENCODER_SIDE = 1024;
 /** More clicks than this add nothing SAM can use; a request with more is refused. */
 export const MAX_SELECTION_POINTS = 24;
 
@@ -30,7 +27,7 @@ export interface PointSelection {
 
 export class PointSelector {
   constructor(
-    private readonly segmenter: PromptableSegmenter,
+    private readonly segmenter: MinisamSegmenter,
     private readonly maxPixels: number = DEFAULT_MAX_PIXELS,
   ) {}
 
@@ -39,27 +36,7 @@ export class PointSelector {
    * pixel limit, fail as `unsupported_image` / `image_too_large` like a job's input.
    */
   async embed(bytes: Buffer, signal?: AbortSignal): Promise<ImageEmbedding> {
-    const { width, height } = await inspectImage(bytes, this.maxPixels);
-    throwIfCancelled(signal);
-    let small: { data: Buffer; info: OutputInfo };
-    try {
-      // JPEG's own downscaling does most of the work: a 12 MP photo never exists here at full size.
-      small = await sharp(bytes, { limitInputPixels: this.maxPixels, failOn: "error" })
-        .autoOrient()
-        .resize(ENCODER_SIDE, ENCODER_SIDE, { fit: "inside" })
-        .toColourspace("srgb")
-        .ensureAlpha()
-        .raw({ depth: "uchar" })
-        .toBuffer({ resolveWithObject: true });
-    } catch (error) {
-      throw new EngineError("unsupported_image", "The image could not be decoded (truncated or corrupt file).", { cause: error });
-    }
-    const embedding = await this.segmenter.embed(
-      { data: small.data, width: small.info.width, height: small.info.height },
-      { signal },
-    );
-    // Points come in the picture's own pixels: the scale is from those to the encoder's.
-    return { ...embedding, width, height, scale: embedding.scaledWidth / width };
+    return this.segmenter.embedEncoded(bytes, this.maxPixels, { signal });
   }
 
   /** The object the points describe. Points must lie inside the picture; at least one must be `include`. */

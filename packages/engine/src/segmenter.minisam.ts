@@ -4,6 +4,7 @@ import path from "node:path";
 import sharp from "sharp";
 import type { Box, GreyImage, RgbaImage, WorkContext } from "./engine.ports";
 import { EngineError } from "./engine-error";
+import { decodeScaled } from "./image-codec";
 import { type OnnxModelSpec, type OnnxRunner, sharedOnnxRunner, type Tensor } from "./onnx-runner";
 import { throwIfCancelled } from "./work-checkpoint";
 
@@ -126,6 +127,21 @@ export class MinisamSegmenter implements PromptableSegmenter {
       .raw()
       .toBuffer();
     return this.embedScaled({ data: scaled, width: scaledWidth, height: scaledHeight }, image, context);
+  }
+
+  /**
+   * The embedding of an encoded picture, decoded straight to the encoder's size
+   * (EXIF orientation applied): a 12 MP photo never exists here at full size.
+   * Bytes that are not a picture, or over `maxPixels`, fail as a job's input does.
+   */
+  async embedEncoded(bytes: Buffer, maxPixels: number, context: WorkContext): Promise<ImageEmbedding> {
+    throwIfCancelled(context.signal);
+    const sizeFor = (width: number, height: number) => {
+      const size = encoderInputSize(width, height);
+      return { width: size.scaledWidth, height: size.scaledHeight };
+    };
+    const { image, width, height } = await decodeScaled(bytes, sizeFor, maxPixels);
+    return this.embedScaled(image, { width, height }, context);
   }
 
   /**
