@@ -277,6 +277,29 @@ describe("blobs migrate: errors", () => {
     }
   });
 
+  it("a store that refuses every upload: the run stops after 10 failures (exit 1) and says to run it again", async () => {
+    const { dataDir, blobs } = await fileStore(24);
+    const prefix = "refused/";
+    try {
+      tap.reset();
+      gateway.failWhen({ method: "PUT", keyPrefix: prefix, status: 403, code: "AccessDenied" });
+      const run = await migrate(dataDir, s3Env(prefix));
+      gateway.failWhen(undefined);
+      expect(run.code, run.output).toBe(1);
+      // The 10th failure stops new uploads; the (at most 3) others in flight still settle.
+      const failed = counted(run.output, "failed");
+      expect(failed).toBeGreaterThanOrEqual(10);
+      expect(failed).toBeLessThan(blobs.size);
+      expect(tap.requests.filter((entry) => entry.method === "PUT")).toHaveLength(failed);
+      expect(run.output).toMatch(/FAILED inputs\/job_\w+: S3 put of inputs\/job_\w+ in bucket "retouch-test" .*HTTP 403/);
+      expect(run.output).toContain(`Stopped early (${failed} objects failed): run the command again`);
+      expect(run.output).not.toContain(gateway.secretAccessKey);
+    } finally {
+      gateway.failWhen(undefined);
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it("refuses with one sentence and exit 2: another target, a file-store setting, no bucket, no store, wrong secret", async () => {
     const { dataDir } = await fileStore(2);
     const closedPort = await freePort();
