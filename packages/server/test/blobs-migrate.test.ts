@@ -235,6 +235,36 @@ describe("blobs migrate: happy path", () => {
     }
   });
 
+  it("Ctrl-C (SIGINT): the uploads in flight finish, the summary says to run it again, exit 130", async () => {
+    const { dataDir, blobs } = await fileStore(16);
+    const prefix = "interrupted/";
+    try {
+      tap.reset();
+      const held = tap.holdAfterPuts(4);
+      const run = startMigration(dataDir, s3Env(prefix));
+      await held;
+      run.child.kill("SIGINT");
+      await run.waitForLog(/Interrupted: finishing the uploads in flight/);
+      // The held requests are cut off; the SDK's retries of them now go through, and the run ends there.
+      await tap.release();
+      expect(await run.exited, run.output()).toBe(130);
+      const output = run.output();
+      expect(output).toContain("Stopped early (the migration was interrupted): run the command again");
+      const copied = counted(output, "copied ");
+      expect(copied).toBeGreaterThanOrEqual(4);
+      expect(copied).toBeLessThan(blobs.size);
+      expect(counted(output, "failed")).toBe(0);
+
+      const again = await migrate(dataDir, s3Env(prefix));
+      expect(again.code, again.output).toBe(0);
+      expect(counted(again.output, "skipped")).toBe(copied);
+      await expectBucketHolds(prefix, blobs);
+    } finally {
+      await tap.release();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+
   it("--dry-run lists what would be copied and writes nothing", async () => {
     const { dataDir, blobs } = await fileStore(5);
     const prefix = "dry/";
