@@ -57,6 +57,14 @@ export {
   MAX_WAIT_SECONDS,
   processItemSchema,
 } from "./schemas/process.schemas";
+export {
+  type BlobMigrationEvent,
+  type BlobMigrationSummary,
+  MAX_MIGRATION_FAILURES,
+  type MigrationTarget,
+  migrateBlobs,
+  openMigrationTarget,
+} from "./services/blob-migration.service";
 export { READY_CHECK_TIMEOUT_MS, type Readiness } from "./services/operations.service";
 export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
 export {

@@ -51,7 +51,8 @@ export function isBlobStoreError(error: unknown): error is BlobStoreError {
 /** How many deletes the file store runs at once (S3's DeleteObjects takes 1000 keys a request). */
 const FILE_DELETE_BATCH = 64;
 
-const SAFE_KEY = /^[a-z0-9][a-z0-9_-]*(?:\/[a-z0-9][a-z0-9_.-]*)*$/;
+/** What a blob key looks like (the file store refuses anything else; the migration copies only these). */
+export const SAFE_KEY = /^[a-z0-9][a-z0-9_-]*(?:\/[a-z0-9][a-z0-9_.-]*)*$/;
 
 /** Blobs as files under one directory; keys like `inputs/job_x` map to paths below it, never above. */
 export class FileBlobStore implements BlobStore {

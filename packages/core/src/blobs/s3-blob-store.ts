@@ -4,6 +4,7 @@ import {
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
+  HeadObjectCommand,
   PutObjectCommand,
   S3Client,
   S3ServiceException,
@@ -101,6 +102,22 @@ export class S3BlobStore implements BlobStore {
     } catch (error) {
       if (error instanceof S3ServiceException && error.name === "NoSuchKey") return undefined;
       throw this.failure("get", key, error);
+    }
+  }
+
+  /**
+   * An object's size and ETag (HEAD), or undefined when it does not exist:
+   * the blob migration's check for what is already in the bucket. The ETag is
+   * the store's own MD5 of the bytes for a single-part upload without SSE-KMS.
+   */
+  async stat(key: string): Promise<{ size: number; etag: string | undefined } | undefined> {
+    try {
+      const output = await this.client.send(new HeadObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }));
+      return { size: output.ContentLength ?? 0, etag: output.ETag };
+    } catch (error) {
+      // HEAD has no body: a missing key is a bare 404 ("NotFound").
+      if (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404) return undefined;
+      throw this.failure("head", key, error);
     }
   }
 

@@ -3,6 +3,7 @@ import { ConfigError, createAdminService, createLogger, isPlanName, loadConfig, 
 import { isModelError } from "@retouch/engine";
 import { pino } from "pino";
 import { openConfiguredDatabase } from "../postgres/database";
+import { BLOBS_USAGE, BlobsMigrateRefusal, BlobsUsageError, runBlobsCommand } from "./blobs-migrate.command";
 import { MODELS_USAGE, ModelsUsageError, runModelsCommand } from "./models.command";
 
 const USAGE = `Usage: pnpm retouch admin <command> [arguments]
@@ -17,7 +18,9 @@ Commands:
                                            add credits (a negative amount removes them)
   set-plan <email> <${PLAN_NAMES.join("|")}>  change the account's plan
   show <email>                             print the account's plan, credits and status
+  blobs migrate --to s3 [--dry-run]        copy the file store into the S3 bucket (see below)
 
+${BLOBS_USAGE}
 ${MODELS_USAGE}`;
 
 class UsageError extends Error {}
@@ -26,11 +29,21 @@ async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { note: { type: "string" }, help: { type: "boolean", short: "h" } },
+    options: {
+      note: { type: "string" },
+      to: { type: "string" },
+      "dry-run": { type: "boolean" },
+      concurrency: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   const [scope, command, ...args] = positionals;
   // Model commands need no database.
   if (scope === "models" && !values.help) return runModelsCommand(command, args, loadConfig());
+  // Nor does copying the file store into a bucket: it reads files and writes objects.
+  if (scope === "admin" && command === "blobs" && !values.help) {
+    return runBlobsCommand(args[0], { to: values.to, dryRun: values["dry-run"], concurrency: values.concurrency }, loadConfig());
+  }
   if (values.help || scope !== "admin" || !command) {
     process.stdout.write(USAGE);
     return values.help ? 0 : 2;
@@ -81,8 +94,13 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError || error instanceof ModelsUsageError) {
-      process.stderr.write(`${error.message}\n\n${error instanceof ModelsUsageError ? MODELS_USAGE : USAGE}`);
+    if (error instanceof UsageError || error instanceof ModelsUsageError || error instanceof BlobsUsageError) {
+      const usage = error instanceof ModelsUsageError ? MODELS_USAGE : error instanceof BlobsUsageError ? BLOBS_USAGE : USAGE;
+      process.stderr.write(`${error.message}\n\n${usage}`);
+      process.exit(2);
+    }
+    if (error instanceof BlobsMigrateRefusal) {
+      process.stderr.write(`${error.message}\n`);
       process.exit(2);
     }
     if (error instanceof RetouchError || error instanceof ConfigError || isModelError(error)) {
