@@ -17,6 +17,11 @@ export interface MachineOptions {
   databaseUrl: string;
   /** The store every process uses; without it, each uses the file store under its own data directory. */
   gateway?: S3Gateway;
+  /**
+   * RETOUCH_AUTH_SECRET for every process (by default one made up here); `null`
+   * leaves it unset, for the service to find the shared one itself.
+   */
+  authSecret?: string | null;
   /** Settings every process gets, after the defaults here. */
   env?: Record<string, string>;
 }
@@ -31,24 +36,23 @@ export interface Machine {
   url: string;
 }
 
-/**
- * The settings that make processes on separate machines one service: the same
- * RETOUCH_AUTH_SECRET (each would otherwise generate its own in its own data
- * directory, and a result URL a worker signs for a webhook would not verify on
- * the api), the same database and the same store.
- */
+/** Processes on separate machines, one service: the same database, the same store, and the same settings. */
 export class SeparateMachines {
   readonly machines: Machine[] = [];
-  private readonly authSecret = `separate-machines-${"0123456789abcdef".repeat(3)}`;
+  /** The api's port, chosen up front: every process writes result URLs on the api's address (PUBLIC_BASE_URL). */
+  private readonly apiPort = freePort();
 
   constructor(private readonly options: MachineOptions) {}
 
-  private baseEnv(): Record<string, string> {
+  private async baseEnv(): Promise<Record<string, string>> {
     const gateway = this.options.gateway;
     return {
       HOST: "127.0.0.1",
+      PUBLIC_BASE_URL: `http://127.0.0.1:${await this.apiPort}`,
       DATABASE_URL: this.options.databaseUrl,
-      RETOUCH_AUTH_SECRET: this.authSecret,
+      ...(this.options.authSecret === null
+        ? {}
+        : { RETOUCH_AUTH_SECRET: this.options.authSecret ?? `separate-machines-${"0123456789abcdef".repeat(3)}` }),
       LOG_LEVEL: "info",
       ...(gateway
         ? {
@@ -68,7 +72,7 @@ export class SeparateMachines {
 
   private async launch(name: string, args: string[], env: Record<string, string>): Promise<Machine> {
     const dataDir = await mkdtemp(path.join(os.tmpdir(), `retouch-${name}-`));
-    const proc = spawnRetouch({ ...this.baseEnv(), RETOUCH_DATA_DIR: dataDir, ...env }, args);
+    const proc = spawnRetouch({ ...(await this.baseEnv()), RETOUCH_DATA_DIR: dataDir, ...env }, args);
     const machine: Machine = {
       name,
       dataDir,
@@ -80,9 +84,9 @@ export class SeparateMachines {
     return machine;
   }
 
-  /** An api process (role api) listening on a free loopback port; resolves once it listens. */
+  /** The api process (role api) listening on a free loopback port; resolves once it listens. */
   async startApi(name = "api", env: Record<string, string> = {}): Promise<Machine> {
-    const machine = await this.launch(name, ["--role", "api"], { PORT: String(await freePort()), ...env });
+    const machine = await this.launch(name, ["--role", "api"], { PORT: String(await this.apiPort), ...env });
     await machine.proc.waitForLog(/Retouch is listening/, 60_000);
     return machine;
   }

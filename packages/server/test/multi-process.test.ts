@@ -206,3 +206,60 @@ describe("one api and two workers on separate machines (own data directories, on
     }
   });
 });
+
+describe("separate machines without RETOUCH_AUTH_SECRET: the secret is the database's, not each data directory's", () => {
+  let second: SeparateMachines;
+  let secondDatabase: Awaited<ReturnType<typeof createTestDatabase>>;
+  let secondApi: Machine;
+  let secondWorker: Machine;
+
+  beforeAll(async () => {
+    // The first service's processes are gone: they would share this one's queue otherwise.
+    await machines.stop();
+    secondDatabase = await createTestDatabase();
+    second = new SeparateMachines({
+      databaseUrl: secondDatabase.url,
+      gateway,
+      authSecret: null,
+      env: {
+        RETOUCH_RESULT_URLS: "proxy",
+        RETOUCH_QUEUE_POLL_INTERVAL: "500ms",
+        RETOUCH_WEBHOOK_ALLOW_INSECURE: "1",
+        RETOUCH_DEFAULT_PLAN: "pro",
+      },
+    });
+    [secondApi, secondWorker] = await Promise.all([second.startApi(), second.startWorker("worker")]);
+  }, 90_000);
+
+  afterAll(async () => {
+    await second?.stop();
+    await secondDatabase?.drop();
+  });
+
+  it("the proxied result URL a worker signs for the webhook downloads from the api", async () => {
+    const account = await signUp(secondApi.url);
+    await verifyEmail(secondApi.url, path.join(secondApi.dataDir, "outbox"), account.email);
+    const { key: secondKey } = await createKey(secondApi.url, account);
+    const photo = await productPhoto({ width: 160, height: 120 });
+    const submitted = await request(secondApi.url, "POST", "/api/process", {
+      key: secondKey,
+      body: { image: base64(photo), prompt: "make it sepia", format: "png", webhook_url: `${receiver.url}/proxied` },
+    });
+    expect(submitted.status, submitted.text).toBe(200);
+    const [call] = await receiver.waitFor("/proxied", 1);
+    const body = JSON.parse(call?.rawBody ?? "{}") as { status: string; result_url: string };
+    expect(body.status).toBe("done");
+    expect(body.result_url.startsWith(`${secondApi.url}/files/results/`), body.result_url).toBe(true);
+    expect(secondWorker.proc.output()).toMatch(new RegExp(`"jobId":"${submitted.body.job_id}".*"job done"`));
+    const download = await fetch(body.result_url);
+    expect(download.status, await download.clone().text()).toBe(200);
+    expect(
+      Buffer.from(await download.arrayBuffer())
+        .subarray(1, 4)
+        .toString("latin1"),
+    ).toBe("PNG");
+    // And neither process wrote a secret (nor anything else but the api's outbox) to its data directory.
+    expect(await filesUnder(secondWorker.dataDir)).toEqual([]);
+    expect((await filesUnder(secondApi.dataDir)).every((file) => file.startsWith("outbox/"))).toBe(true);
+  });
+});
