@@ -22,6 +22,11 @@ export interface MachineOptions {
    * leaves it unset, for the service to find the shared one itself.
    */
   authSecret?: string | null;
+  /**
+   * One data directory for every process, as on one machine (the file store
+   * needs it: api and workers read each other's files); by default each gets its own.
+   */
+  sharedDataDir?: string;
   /** Settings every process gets, after the defaults here. */
   env?: Record<string, string>;
 }
@@ -71,7 +76,7 @@ export class SeparateMachines {
   }
 
   private async launch(name: string, args: string[], env: Record<string, string>): Promise<Machine> {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), `retouch-${name}-`));
+    const dataDir = this.options.sharedDataDir ?? (await mkdtemp(path.join(os.tmpdir(), `retouch-${name}-`)));
     const proc = spawnRetouch({ ...(await this.baseEnv()), RETOUCH_DATA_DIR: dataDir, ...env }, args);
     const machine: Machine = {
       name,
