@@ -93,6 +93,7 @@ export async function startS3Gateway(
   const requests: GatewayRequest[] = [];
   let failure: FailureRule | undefined;
 
+  const backendGate = new DeleteGate();
   const verifier = new SigV4Verifier({ region, service: "s3", keys: new Map([[accessKeyId, secretAccessKey]]) });
 
   const server: Server = createServer((req, res) => {
@@ -130,7 +131,9 @@ export async function startS3Gateway(
       res.end(req.method === "HEAD" ? undefined : xml);
       return;
     }
-    const status = await forward(req, body, res);
+    const deletes =
+      req.method === "DELETE" || (req.method === "POST" && new URL(url, "http://gateway").searchParams.has("delete"));
+    const status = await backendGate.run(deletes, () => forward(req, body, res));
     entry.status = status;
   }
 
@@ -201,6 +204,33 @@ export async function startS3Gateway(
       await rm(directory, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Lets s3rver run a delete only while nothing else runs, and anything else
+ * beside anything but a delete: a delete removes the directories it empties,
+ * and a put into one of them at that moment (it made the directory, then
+ * opens its file) fails with ENOENT on a write stream s3rver does not listen
+ * to for errors, which ends the whole process (the test run, the bench). The
+ * processes on separate machines put and delete at once all the time.
+ */
+class DeleteGate {
+  private running = 0;
+  private deleting = false;
+  private readonly waiting: Array<() => void> = [];
+
+  async run<T>(isDelete: boolean, work: () => Promise<T>): Promise<T> {
+    while (this.deleting || (isDelete && this.running > 0)) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running++;
+    if (isDelete) this.deleting = true;
+    try {
+      return await work();
+    } finally {
+      this.running--;
+      if (isDelete) this.deleting = false;
+      for (const wake of this.waiting.splice(0)) wake();
+    }
+  }
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {

@@ -74,6 +74,7 @@ export {
   type ServiceDependencies,
   type Services,
 } from "./services/services";
+export { ServiceSecretsStore } from "./stores/service-secrets.store";
 export { authenticate, type CredentialKind, type ProcedureCredentialKind } from "./trpc/authenticate";
 export { type Context, createContext } from "./trpc/context";
 export { isClientError, toRetouchError, trpcErrorResponse } from "./trpc/errors";

@@ -11,6 +11,7 @@ import {
   RetouchMetrics,
   runMaintenance,
   type ServiceDependencies,
+  ServiceSecretsStore,
   type Services,
 } from "@retouch/core";
 import { EnginePool } from "@retouch/engine";
@@ -73,7 +74,7 @@ export async function startRetouch(options: {
     config,
     logger,
     mailer,
-    authSecret: await resolveAuthSecret(config),
+    authSecret: await resolveAuthSecret(config, new ServiceSecretsStore(database.db)),
     queue,
     blobs: await openBlobStore(config),
     ...(options.fetchClientMetadata ? { fetchClientMetadata: options.fetchClientMetadata } : {}),

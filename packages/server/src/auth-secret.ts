@@ -1,30 +1,37 @@
-import { mkdir, open, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { type Config, randomHex } from "@retouch/core";
+import { type Config, randomHex, type ServiceSecretsStore } from "@retouch/core";
+
+/** The name of the signing secret in service_secrets. */
+const AUTH_SECRET = "auth";
 
 /**
- * The secret that signs session cookies and verification links:
- * `RETOUCH_AUTH_SECRET` when set, otherwise one generated on first start and
- * kept (0600) in the data directory so sessions survive restarts.
+ * The secret that signs session cookies, verification links, result URLs and
+ * page cursors: `RETOUCH_AUTH_SECRET` when set, otherwise one generated on the
+ * first start and kept in the database. Every process must sign and verify
+ * with the same one, and processes on separate machines share nothing but the
+ * database and the store: a secret kept in each data directory (as before)
+ * made the result URL a worker signed for a webhook fail on the api.
+ * An installation that kept its secret in `$RETOUCH_DATA_DIR/auth-secret`
+ * moves it into the database at its next start (only when none is there yet),
+ * so its sessions and the links it handed out stay valid; the file is only
+ * read, never written.
  */
-export async function resolveAuthSecret(config: Pick<Config, "authSecret" | "dataDir">): Promise<string> {
+export async function resolveAuthSecret(
+  config: Pick<Config, "authSecret" | "dataDir">,
+  secrets: Pick<ServiceSecretsStore, "getOrCreate">,
+): Promise<string> {
   if (config.authSecret) return config.authSecret;
-  const file = path.join(config.dataDir, "auth-secret");
-  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  return secrets.getOrCreate(AUTH_SECRET, (await legacySecret(config.dataDir)) ?? randomHex(32));
+}
+
+/** The secret an earlier version kept in the data directory, if it is there and usable. */
+async function legacySecret(dataDir: string): Promise<string | undefined> {
   try {
-    const handle = await open(file, "wx", 0o600);
-    const secret = randomHex(32);
-    await handle.writeFile(secret);
-    await handle.close();
-    return secret;
+    const secret = (await readFile(path.join(dataDir, "auth-secret"), "utf8")).trim();
+    return secret.length >= 32 ? secret : undefined;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    // Written by another process a moment ago? Wait for its content.
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const secret = (await readFile(file, "utf8")).trim();
-      if (secret.length >= 32) return secret;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    throw new Error(`${file} exists but holds no usable secret; delete it or set RETOUCH_AUTH_SECRET`);
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
   }
 }

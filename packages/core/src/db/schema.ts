@@ -179,6 +179,13 @@ export interface OAuthAccessTokenTable extends OAuthTokenTable {
   refreshId: string | null;
 }
 
+/** A secret the service generated for itself (0012-service-secrets), shared by every process. */
+export interface ServiceSecretTable {
+  name: string;
+  value: string;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   user: UserTable;
   session: SessionTable;
@@ -194,4 +201,5 @@ export interface Database {
   oauthConsent: OAuthConsentTable;
   oauthAccessToken: OAuthAccessTokenTable;
   oauthRefreshToken: OAuthTokenTable;
+  service_secrets: ServiceSecretTable;
 }

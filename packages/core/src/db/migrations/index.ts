@@ -10,6 +10,7 @@ import * as jobListing from "./0008-job-listing.migration";
 import * as oauthProvider from "./0009-oauth-provider.migration";
 import * as submitPrecheck from "./0010-submit-precheck.migration";
 import * as queueWorkers from "./0011-queue-workers.migration";
+import * as serviceSecrets from "./0012-service-secrets.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -27,4 +28,5 @@ export const migrations: Record<string, Migration> = {
   "0009-oauth-provider": oauthProvider,
   "0010-submit-precheck": submitPrecheck,
   "0011-queue-workers": queueWorkers,
+  "0012-service-secrets": serviceSecrets,
 };
