@@ -5,7 +5,7 @@ import { cp, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { ConfigError, parseConfig } from "@retouch/core";
+import { ConfigError, parseConfig, parseDuration } from "@retouch/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import {
@@ -142,6 +142,7 @@ interface ComposeService {
   healthcheck?: { test: string[] };
   volumes?: string[];
   ports?: string[];
+  stop_grace_period?: string;
 }
 
 async function readCompose(): Promise<{ services: Record<string, ComposeService>; volumes: Record<string, unknown> }> {
@@ -200,6 +201,11 @@ describe("compose.yaml", () => {
       });
     }
     expect(dataVolumes.size).toBe(3);
+    // docker stop's SIGKILL comes after the service's own shutdown allowance, not during it (Docker's default is 10 s).
+    const shutdownMs = parseConfig({}).shutdownTimeoutMs;
+    for (const [name, service] of retouch) {
+      expect(parseDuration(service.stop_grace_period ?? "10s"), name).toBeGreaterThan(shutdownMs);
+    }
     for (const volume of dataVolumes) expect(volumes).toHaveProperty(volume);
     // Only the api is published, and only on the host's loopback: the TLS proxy in front reaches it there.
     const published = retouch.filter(([, service]) => service.ports !== undefined);
