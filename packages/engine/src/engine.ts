@@ -255,15 +255,25 @@ class MaskedByProvider implements ObjectRemover {
 }
 
 /**
+ * Above this many pixels the detector's thread is not kept for the keypoints, which then start a
+ * thread of their own as before. Kept open, the thread (about 115 MB) lives while the segmenter's
+ * encoder runs and the frame is decoded: the memory bench at concurrency 2 with IS-Net and the
+ * segmenter (12 MP) peaked at 1084-1109 MiB with it kept, against 1014-1034 MiB with a thread of
+ * the keypoints' own (docs/engine.md), where the time saved (about 1 s) is a small part of a
+ * 12 MP edit. At 1 MP the frame is 4 MB and the second thread's start about half of the edit.
+ */
+const POSE_IN_DETECTOR_THREAD_MAX_PIXELS = 4_000_000;
+
+/**
  * Object removal without a mask asks the detector first, on the input decoded
  * at the detector's own size, and decodes the full frame after: the detector
  * (a thread of about 115 MB while it runs) and the frame (48 MB at 12 MP) are
- * never in memory together, except when a person is to be removed: then the
- * built-in detector's thread stays open, loads the pose model and answers the
- * remover's ask for body keypoints (one thread per removal instead of a
- * second one started for the keypoints, which cost 1.5 to 2.4 s; the pose
- * thread was as large and lived with the frame too). The remover gets these
- * boxes, scaled to the full size, when it asks about that frame.
+ * never in memory together, except when a person is to be removed from a
+ * picture of up to POSE_IN_DETECTOR_THREAD_MAX_PIXELS: then the built-in
+ * detector's thread stays open, loads the pose model and answers the remover's
+ * ask for body keypoints (one thread per removal instead of a second one
+ * started for the keypoints, which cost about 1 s more). The remover gets
+ * these boxes, scaled to the full size, when it asks about that frame.
  */
 class EarlyDetector implements ObjectDetector {
   readonly labels: readonly string[];
@@ -292,7 +302,7 @@ class EarlyDetector implements ObjectDetector {
       const sx = width / image.width;
       const sy = height / image.height;
       const found =
-        forPose && this.detector instanceof HumanObjectDetector
+        forPose && width * height <= POSE_IN_DETECTOR_THREAD_MAX_PIXELS && this.detector instanceof HumanObjectDetector
           ? await this.detector.detectKeepingThread(image, context, (detections) =>
               detections.some((detection) => detection.label === "person"),
             )
