@@ -1,3 +1,4 @@
+import sharp from "sharp";
 import { describe, expect, it, vi } from "vitest";
 import { createImageEngine } from "../src/engine";
 import type { Inpainter, ObjectDetector } from "../src/engine.ports";
@@ -50,6 +51,19 @@ describe("a person removal's model threads", () => {
     expect(changeInside(image, after, player)).toBeGreaterThan(20);
     expect(result.notes ?? []).not.toContainEqual(expect.stringMatching(/keypoints/));
     // The thread never outlives the edit (its exit is reported a moment after the edit returns).
+    await vi.waitFor(() => expect(modelThreadsRunning()).toBe(0), { timeout: 10_000 });
+  }, 120_000);
+
+  it("above 4 MP the detector's thread is not kept (its memory beside the frame): the keypoints get a thread of their own", async () => {
+    const engine = createImageEngine({ onnxRunner: runner });
+    // basketball.jpg at 2400x1800 (4.3 MP).
+    const source = await sharp(await loadPhoto("basketball"))
+      .resize(2400, 1800)
+      .jpeg({ quality: 90 })
+      .toBuffer();
+    const before = modelThreadStarts();
+    await engine.edit({ image: source, prompt: "remove the person on the left", format: "jpeg" });
+    expect(startedSince(before)).toEqual({ "object-detector.worker.ts": 1, "pose-keypoints.worker.ts": 1 });
     await vi.waitFor(() => expect(modelThreadsRunning()).toBe(0), { timeout: 10_000 });
   }, 120_000);
 
