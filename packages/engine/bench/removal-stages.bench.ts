@@ -5,8 +5,12 @@
  * ("the person on the left"). Each stage runs alone here, in the order the
  * engine runs them, except the detector and the segmenter's encoder, which
  * the engine runs side by side (engine.ts, EarlySegmenter): they are timed
- * alone and together. Median of several runs after a warming run, with the
- * 1-minute load average, since the machine may be shared.
+ * alone and together. The body keypoints are timed as the engine asks them now
+ * (of the detector's thread, kept open and MoveNet loaded in it while the rest
+ * ran) and as before (a thread of their own), and the whole edit through the
+ * engine both ways, alternating which goes first. Median of several runs after
+ * a warming run, with the 1-minute load average at each round, since the
+ * machine may be shared.
  *
  * `node --import tsx bench/removal-stages.bench.ts [PHOTO WIDTH RUNS]` times one photo.
  */
@@ -16,11 +20,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
 import { createImageEngine } from "../src/engine";
-import type { Detection, ObjectDetector, RgbaImage } from "../src/engine.ports";
+import type { Box, Detection, ObjectDetector, RgbaImage, WorkContext } from "../src/engine.ports";
 import { decodeImage, decodeScaled, decodeSquare, encodeImage } from "../src/image-codec";
 import { HumanObjectDetector } from "../src/object-detector.human";
 import { DetectAndInpaintRemover } from "../src/object-removal";
 import { PatchMatchInpainter } from "../src/patch-inpainter";
+import { type Keypoint, MoveNetPoseEstimator, type PoseEstimator } from "../src/pose-keypoints";
 import { encoderInputSize, type ImageEmbedding, MinisamSegmenter, type PromptPoint } from "../src/segmenter.minisam";
 import { median } from "./bench-timing";
 
@@ -75,8 +80,14 @@ async function profile(subject: Subject, runs: number): Promise<void> {
   const detector = new HumanObjectDetector();
   const segmenter = new MinisamSegmenter();
   const inpainter = new PatchMatchInpainter();
+  const pose = new MoveNetPoseEstimator();
   const engine = createImageEngine();
+  // Before: a detector the engine cannot keep the thread of, so the keypoints start a thread of their own.
+  const engineBefore = createImageEngine({
+    detector: { labels: detector.labels, inputSize: detector.inputSize, detect: (image, work) => detector.detect(image, work) },
+  });
   const context = {};
+  const loads: number[] = [];
   const times = new Map<string, number[]>();
   let prompts = 0;
   const record = (name: string, ms: number) => times.set(name, [...(times.get(name) ?? []), ms]);
@@ -90,26 +101,60 @@ async function profile(subject: Subject, runs: number): Promise<void> {
     const size = encoderInputSize(width, height);
     return { width: size.scaledWidth, height: size.scaledHeight };
   };
-  const detect = async () => {
-    const small = await decodeSquare(bytes, detector.inputSize);
-    const sx = small.width / small.image.width;
-    const sy = small.height / small.image.height;
-    return (await detector.detect(small.image, context)).map(({ box, ...detection }) => ({
+  const scaled = (detections: Detection[], sx: number, sy: number) =>
+    detections.map(({ box, ...detection }) => ({
       ...detection,
       box: { x: box.x * sx, y: box.y * sy, width: box.width * sx, height: box.height * sy },
     }));
+  const detect = async () => {
+    const small = await decodeSquare(bytes, detector.inputSize);
+    return scaled(
+      await detector.detect(small.image, context),
+      small.width / small.image.width,
+      small.height / small.image.height,
+    );
+  };
+  // As the engine does for a person removal: the thread stays open, and loads MoveNet, after the detection.
+  const detectKeepingThread = async () => {
+    const small = await decodeSquare(bytes, detector.inputSize);
+    const found = await detector.detectKeepingThread(small.image, context, (all) => all.some((one) => one.label === "person"));
+    const sx = small.width / small.image.width;
+    const sy = small.height / small.image.height;
+    return { detections: scaled(found.detections, sx, sy), thread: found.pose };
   };
   const embed = async () => {
     const scaled = await decodeScaled(bytes, encoderSize);
     return segmenter.embedScaled(scaled.image, scaled, context);
   };
   for (let run = 0; run <= runs; run++) {
-    if (run === 1) times.clear();
-    const detections: Detection[] = await stage("detector: 512² decode, thread start, model load, pass", detect);
+    if (run === 1) {
+      times.clear();
+      loads.length = 0;
+    }
+    loads.push(os.loadavg()[0] ?? 0);
+    await stage("detector: 512² decode, thread start, model load, pass", detect);
     await stage("segmenter's encoder: decode at 1024, pass", embed);
-    const [, embedding] = await stage("both side by side (as the engine runs them)", () => Promise.all([detect(), embed()]));
+    const [found, embedding] = await stage(
+      "both side by side (as the engine runs them; the detector's thread kept for the keypoints)",
+      () => Promise.all([detectKeepingThread(), embed()]),
+    );
     const image: RgbaImage = await stage("full-size decode", () => decodeImage(bytes));
-    const fixed: ObjectDetector = { labels: detector.labels, detect: async () => detections };
+    if (found.thread) pose.adopt(image, found.thread);
+    const fixed: ObjectDetector = { labels: detector.labels, detect: async () => found.detections };
+    let asked: Box[] = [];
+    let keypointsMs = 0;
+    const timedPose: PoseEstimator = {
+      keypoints: async (picture: RgbaImage, boxes: readonly Box[], work: WorkContext): Promise<Keypoint[][]> => {
+        asked = [...boxes];
+        const started = performance.now();
+        try {
+          return await stage("body keypoints, asked of the detector's thread (now)", () => pose.keypoints(picture, boxes, work));
+        } finally {
+          keypointsMs += performance.now() - started;
+        }
+      },
+      release: (picture) => pose.release(picture),
+    };
     const remover = new DetectAndInpaintRemover(fixed, inpainter, {
       promptable: {
         load: () => segmenter.load(),
@@ -119,20 +164,39 @@ async function profile(subject: Subject, runs: number): Promise<void> {
           return stage("one decoder prompt", () => segmenter.segment(embedded, box, points, work));
         },
       },
+      pose: timedPose,
     });
-    const { mask } = await stage("the hole: prompts, masks to full size, margins", () =>
-      remover.maskFromDetections({ image, terms: [subject.term], prompt: subject.prompt }, context),
-    );
+    const started = performance.now();
+    let mask: RemovalHole;
+    try {
+      ({ mask } = await remover.maskFromDetections({ image, terms: [subject.term], prompt: subject.prompt }, context));
+    } finally {
+      found.thread?.close();
+    }
+    record("the hole: prompts, masks to full size, margins (less the keypoints)", performance.now() - started - keypointsMs);
+    await stage("body keypoints in a thread of their own (before)", () => pose.keypoints(image, asked, context));
     const filled = await stage("PatchMatch fill and tone", () => inpainter.inpaint(image, mask, context));
     await stage("JPEG encode", () => encodeImage(filled, "jpeg"));
-    await stage("**the whole edit through the engine**", () => engine.edit({ image: bytes, prompt: subject.prompt }));
+    // Alternating which goes first, so that neither always meets the other's leftovers.
+    const now = () =>
+      stage("**the whole edit through the engine, now**", () => engine.edit({ image: bytes, prompt: subject.prompt }));
+    const before = () =>
+      stage("the whole edit through the engine, before (a thread for the keypoints)", () =>
+        engineBefore.edit({ image: bytes, prompt: subject.prompt }),
+      );
+    if (run % 2 === 0) await before().then(now);
+    else await now().then(before);
   }
   console.log(`\n### ${subject.name}: "${subject.prompt}"\n`);
-  console.log(`1-minute load average ${os.loadavg()[0]?.toFixed(2)}; ${prompts / (runs + 1)} decoder prompts per removal.\n`);
+  console.log(
+    `1-minute load average ${Math.min(...loads).toFixed(2)} to ${Math.max(...loads).toFixed(2)} over the rounds; ${prompts / (runs + 1)} decoder prompts per removal.\n`,
+  );
   console.log("| Stage | Median |");
   console.log("|---|---|");
   for (const [name, values] of times) console.log(`| ${name} | ${Math.round(median(values))} ms |`);
 }
+
+type RemovalHole = Awaited<ReturnType<DetectAndInpaintRemover["maskFromDetections"]>>["mask"];
 
 console.log("\n## Object removal at 1 MP, stage by stage\n");
 console.log(`${os.cpus()[0]?.model ?? "unknown CPU"}, ${os.cpus().length} cores, Node ${process.version}`);

@@ -34,7 +34,7 @@ import { HumanObjectDetector } from "./object-detector.human";
 import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
-import { MoveNetPoseEstimator } from "./pose-keypoints";
+import { MoveNetPoseEstimator, type PoseThread } from "./pose-keypoints";
 import type { PromptRoute } from "./prompt-router";
 import type { GenerativeProvider, GenerativeProviderOptions } from "./providers/generative-provider";
 import { createGenerativeProvider } from "./providers/generative-providers";
@@ -187,12 +187,14 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
       : undefined;
   const segmenter = options.objectRemover ? undefined : promptableSegmenter(options, options.onnxRunner);
   const promptable = segmenter ? new EarlySegmenter(segmenter) : undefined;
+  // Body keypoints prompt the segmenter for people's limbs; the pose model loads with the first person removed,
+  // in the early detector's thread when there is one.
+  const pose = promptable ? new MoveNetPoseEstimator() : undefined;
   const builtInRemover =
     options.objectRemover ??
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
       segmenter: onnxRemover,
-      // Body keypoints prompt the segmenter for people's limbs; the pose model loads with the first person removed.
-      ...(promptable ? { promptable, pose: new MoveNetPoseEstimator() } : {}),
+      ...(promptable && pose ? { promptable, pose } : {}),
     });
   const objectRemover = options.objectRemovalProvider
     ? new MaskedByProvider(createObjectRemovalProvider(options.objectRemovalProvider), builtInRemover)
@@ -214,6 +216,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     ],
     earlyDetector,
     earlySegmenter: earlyDetector ? promptable : undefined,
+    pose: earlyDetector ? pose : undefined,
     labels: detector.labels,
     openVocabulary: detector.openVocabulary === true,
     collectGarbage: options.collectGarbage,
@@ -238,11 +241,25 @@ class MaskedByProvider implements ObjectRemover {
 }
 
 /**
+ * Above this many pixels the detector's thread is not kept for the keypoints, which then start a
+ * thread of their own as before. Kept open, the thread (about 115 MB) lives while the segmenter's
+ * encoder runs and the frame is decoded: the memory bench at concurrency 2 with IS-Net and the
+ * segmenter (12 MP) peaked at 1084-1109 MiB with it kept, against 1014-1034 MiB with a thread of
+ * the keypoints' own (docs/engine.md), where the time saved (about 1 s) is a small part of a
+ * 12 MP edit. At 1 MP the frame is 4 MB and the second thread's start about half of the edit.
+ */
+const POSE_IN_DETECTOR_THREAD_MAX_PIXELS = 4_000_000;
+
+/**
  * Object removal without a mask asks the detector first, on the input decoded
  * at the detector's own size, and decodes the full frame after: the detector
  * (a thread of about 115 MB while it runs) and the frame (48 MB at 12 MP) are
- * never in memory together. The remover gets these boxes, scaled to the full
- * size, when it asks about that frame.
+ * never in memory together, except when a person is to be removed from a
+ * picture of up to POSE_IN_DETECTOR_THREAD_MAX_PIXELS: then the built-in
+ * detector's thread stays open, loads the pose model and answers the remover's
+ * ask for body keypoints (one thread per removal instead of a second one
+ * started for the keypoints, which cost about 1 s more). The remover gets
+ * these boxes, scaled to the full size, when it asks about that frame.
  */
 class EarlyDetector implements ObjectDetector {
   readonly labels: readonly string[];
@@ -255,16 +272,32 @@ class EarlyDetector implements ObjectDetector {
     this.labels = detector.labels;
   }
 
-  /** Boxes in full-size pixels; undefined when this early pass fails (the remover then detects as usual, with the usual errors). */
-  async detectEncoded(bytes: Buffer, maxPixels: number, context: WorkContext): Promise<Detection[] | undefined> {
+  /**
+   * Boxes in full-size pixels; undefined when this early pass fails (the remover then detects as
+   * usual, with the usual errors). With `forPose` and a person among the detections, the
+   * detector's thread is kept open for the keypoints (`pose`): the caller closes it.
+   */
+  async detectEncoded(
+    bytes: Buffer,
+    maxPixels: number,
+    context: WorkContext,
+    forPose: boolean,
+  ): Promise<{ detections: Detection[]; pose?: PoseThread } | undefined> {
     try {
       const { image, width, height } = await decodeSquare(bytes, this.side, maxPixels);
       const sx = width / image.width;
       const sy = height / image.height;
-      return (await this.detector.detect(image, context)).map(({ box, ...detection }) => ({
+      const found =
+        forPose && width * height <= POSE_IN_DETECTOR_THREAD_MAX_PIXELS && this.detector instanceof HumanObjectDetector
+          ? await this.detector.detectKeepingThread(image, context, (detections) =>
+              detections.some((detection) => detection.label === "person"),
+            )
+          : { detections: await this.detector.detect(image, context) };
+      const detections = found.detections.map(({ box, ...detection }) => ({
         ...detection,
         box: { x: box.x * sx, y: box.y * sy, width: box.width * sx, height: box.height * sy },
       }));
+      return { detections, ...(found.pose ? { pose: found.pose } : {}) };
     } catch {
       return undefined;
     }
@@ -330,6 +363,8 @@ interface EngineParts {
   earlyDetector: EarlyDetector | undefined;
   /** Encodes the picture for the promptable segmenter while the early detector runs. */
   earlySegmenter: EarlySegmenter | undefined;
+  /** The remover's pose estimator, which takes over the early detector's thread for a person's keypoints. */
+  pose: MoveNetPoseEstimator | undefined;
   /** What the object detector can find: the plan refuses (or hands the provider) anything else. */
   labels: readonly string[];
   /** The detector finds whatever is named: the plan accepts any thing to remove. */
@@ -416,21 +451,45 @@ class BuiltInImageEngine implements ImageEngine {
         made.provider = made.provider ? { ...record, latencyMs: made.provider.latencyMs + record.latencyMs } : record;
       },
     };
-    const { maxPixels, earlyDetector, earlySegmenter } = this.parts;
+    const { maxPixels, earlyDetector, earlySegmenter, pose } = this.parts;
+    const readings = route.removalTerms.map((term) => readTerm(term));
     const detectFirst =
       earlyDetector !== undefined &&
       route.workflow === "object_removal" &&
       request.mask === undefined &&
-      route.removalTerms.length > 0 &&
-      route.removalTerms.every((term) => readTerm(term).kind === "target");
+      readings.length > 0 &&
+      readings.every((reading) => reading.kind === "target");
+    // Keypoints are asked only for people to remove, and only with the promptable segmenter (which they prompt).
+    const forPose =
+      pose !== undefined && readings.some((reading) => reading.kind === "target" && reading.query.labels.includes("person"));
     const [early, embedding] = detectFirst
       ? await Promise.all([
-          earlyDetector.detectEncoded(request.image, maxPixels, context),
+          earlyDetector.detectEncoded(request.image, maxPixels, context, forPose),
           earlySegmenter?.embedEncoded(request.image, maxPixels, context),
         ])
       : [];
+    try {
+      return await this.produceDetected(request, route, context, made, notes, early, embedding);
+    } finally {
+      // The remover releases the thread once it has the keypoints; this ends it on every other way out.
+      early?.pose?.close();
+    }
+  }
+
+  private async produceDetected(
+    request: EditRequest,
+    route: PromptRoute,
+    context: WorkContext,
+    made: { provider?: ProviderRecord },
+    notes: string[],
+    early: { detections: Detection[]; pose?: PoseThread } | undefined,
+    embedding: ImageEmbedding | undefined,
+  ): Promise<Produced> {
+    const { signal } = request;
+    const { maxPixels, earlyDetector, earlySegmenter, pose } = this.parts;
     const image = await decodeImage(request.image, maxPixels);
-    if (early) earlyDetector?.remember(image, early);
+    if (early) earlyDetector?.remember(image, early.detections);
+    if (early?.pose) pose?.adopt(image, early.pose);
     if (embedding) earlySegmenter?.remember(image, embedding);
     const mask = request.mask ? await decodeMask(request.mask, image.width, image.height, maxPixels) : undefined;
     throwIfCancelled(signal);

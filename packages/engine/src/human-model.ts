@@ -14,7 +14,9 @@ import { EngineError } from "./engine-error";
  * Each detection runs in a thread of its own, started for it and ended after
  * it: a WebAssembly memory never shrinks, and TensorFlow.js keeps one global
  * backend per thread, so an engine thread that ran a model itself would keep
- * its memory (about 115 MB for CenterNet) from then on.
+ * its memory (about 115 MB for CenterNet) from then on. A person removal asks
+ * the same thread for body keypoints before it ends (object-detector.human.ts):
+ * starting a thread and TensorFlow.js in it is most of what a model costs.
  */
 export type HumanModelName = "centernet" | "blazeface" | "movenet-lightning";
 
@@ -63,6 +65,23 @@ async function load(name: HumanModelName, what: string): Promise<LoadedHumanMode
   } catch (error) {
     throw new EngineError("model_failed", `The ${what} could not be loaded.`, { cause: error });
   }
+}
+
+const started = new Map<string, number>();
+
+/**
+ * How many model threads this thread has started, by script (its file name): tests check that a
+ * person removal starts one, not one for the detector and another for the pose model.
+ */
+export function modelThreadStarts(): Record<string, number> {
+  return Object.fromEntries(started);
+}
+
+let running = 0;
+
+/** How many model threads started by this thread have not exited yet: none outlives its edit. */
+export function modelThreadsRunning(): number {
+  return running;
 }
 
 /** What a model's thread answers to each input: its output, or why it could not run. */
@@ -114,11 +133,15 @@ export function openModelThread<Input, Output>(
   options: { signal: AbortSignal | undefined; what: string; transfer?: ArrayBuffer[] },
 ): ModelThread<Input, Output> {
   const { signal, what } = options;
+  const name = path.basename(script.url.pathname);
+  started.set(name, (started.get(name) ?? 0) + 1);
   const worker = new Worker(script.url, {
     workerData: first,
     execArgv: script.execArgv,
     ...(options.transfer ? { transferList: options.transfer } : {}),
   });
+  running++;
+  worker.once("exit", () => running--);
   let ended: EngineError | undefined;
   const waiting: { resolve(output: Output): void; reject(error: EngineError): void }[] = [];
   const wait = () => new Promise<Output>((resolve, reject) => (ended ? reject(ended) : waiting.push({ resolve, reject })));

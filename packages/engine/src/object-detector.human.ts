@@ -1,7 +1,9 @@
 import sharp from "sharp";
 import { COCO_LABELS } from "./detection-vocabulary";
 import type { Detection, ObjectDetector, RgbaImage, WorkContext } from "./engine.ports";
-import { loadHumanModel, runModelThread } from "./human-model";
+import { EngineError } from "./engine-error";
+import { loadHumanModel, openModelThread, runModelThread } from "./human-model";
+import { type PoseThread, type PoseThreadInput, prepareMoveNet, runMoveNet } from "./pose-keypoints";
 import { throwIfCancelled } from "./work-checkpoint";
 import { workerScript } from "./worker-script";
 
@@ -18,7 +20,9 @@ import { workerScript } from "./worker-script";
  * removes overlapping duplicates per class.
  *
  * The model runs in a thread of its own, started for each detection and ended
- * after it (object-detector.worker.ts). A WebAssembly memory never shrinks:
+ * after it (object-detector.worker.ts), or, when a person may be removed, after
+ * the same thread has run MoveNet for the people's body keypoints
+ * (`detectKeepingThread`): one thread per removal, not two. A WebAssembly memory never shrinks:
  * one pass at 512x512 grows TensorFlow.js's to 65 MB, and with the loaded
  * model the thread holds about 115 MB, which every engine thread would
  * otherwise keep from its first removal on. Starting the thread and loading
@@ -40,7 +44,19 @@ export interface DetectorThreadInput {
   pixels: Uint8Array;
 }
 
+/** What the thread answers besides detections: MoveNet's keypoints (pose-keypoints.ts), or loads MoveNet beforehand. */
+export type HumanThreadInput = DetectorThreadInput | PoseThreadInput | { preparePose: true };
+export type HumanThreadOutput = Float32Array | Float32Array[] | null;
+
 const thread = workerScript("object-detector.worker", import.meta.url);
+
+/** The entry of the detector's thread (object-detector.worker.ts): the detection first, then any pose input. */
+export async function runHumanThread(input: HumanThreadInput): Promise<HumanThreadOutput> {
+  if ("pixels" in input) return runCenterNet(input);
+  if ("crops" in input) return runMoveNet(input);
+  await prepareMoveNet();
+  return null;
+}
 
 /**
  * Loads the model and runs it once on `pixels` (512x512 RGB), in the calling
@@ -71,16 +87,65 @@ export class HumanObjectDetector implements ObjectDetector {
 
   async detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
     throwIfCancelled(context.signal);
-    const { data } = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
-      .removeAlpha()
-      .resize(INPUT_SIZE, INPUT_SIZE, { fit: "fill" })
-      .raw()
-      .toBuffer({ resolveWithObject: true });
-    const values = await runModelThread<DetectorThreadInput, Float32Array>(
+    const values = await runModelThread<HumanThreadInput, HumanThreadOutput>(
       thread,
-      { pixels: data },
+      { pixels: await pixelsOf(image) },
       { signal: context.signal, what: "object detector" },
     );
+    return this.read(values as Float32Array, image);
+  }
+
+  /**
+   * Detects, and when `keep` says the detections need body keypoints (a person to remove among
+   * them), leaves the thread open for them: it loads MoveNet at once, while the caller decodes the
+   * frame and prompts the segmenter, and answers the keypoints (pose-keypoints.ts, `adopt`). The
+   * caller must close the thread; it ends by itself when the edit is cancelled or a model fails.
+   */
+  async detectKeepingThread(
+    image: RgbaImage,
+    context: WorkContext,
+    keep: (detections: Detection[]) => boolean,
+  ): Promise<{ detections: Detection[]; pose?: PoseThread }> {
+    throwIfCancelled(context.signal);
+    const opened = openModelThread<HumanThreadInput, HumanThreadOutput>(
+      thread,
+      { pixels: await pixelsOf(image) },
+      { signal: context.signal, what: "object detector" },
+    );
+    let detections: Detection[];
+    try {
+      detections = this.read((await opened.first) as Float32Array, image);
+    } catch (error) {
+      opened.close();
+      throw error;
+    }
+    if (!keep(detections)) {
+      opened.close();
+      return { detections };
+    }
+    // Answered in order: a failure here ends the thread, and the keypoints then fail (the remover's fallback).
+    opened.ask({ preparePose: true }).catch(() => undefined);
+    return {
+      detections,
+      pose: {
+        keypoints: (input, transfer) =>
+          opened.ask(input, transfer).then(
+            (output) => output as Float32Array[],
+            (error: unknown) => {
+              // Closed by the edit's cancellation: that stays a cancellation; anything else is the pose model's failure.
+              if (context.signal?.aborted) throw error;
+              const why = error instanceof Error ? error.message : String(error);
+              throw new EngineError("model_failed", `The pose model failed in the object detector's thread: ${why}`, {
+                cause: error,
+              });
+            },
+          ),
+        close: () => opened.close(),
+      },
+    };
+  }
+
+  private read(values: Float32Array, image: RgbaImage): Detection[] {
     const scaleX = image.width / INPUT_SIZE;
     const scaleY = image.height / INPUT_SIZE;
     const detections: Detection[] = [];
@@ -97,6 +162,16 @@ export class HumanObjectDetector implements ObjectDetector {
     }
     return suppressDuplicates(detections, this.overlap);
   }
+}
+
+/** The picture at the detector's input size, RGB. */
+async function pixelsOf(image: RgbaImage): Promise<Uint8Array> {
+  const { data } = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
+    .removeAlpha()
+    .resize(INPUT_SIZE, INPUT_SIZE, { fit: "fill" })
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return data;
 }
 
 function intersectionOverUnion(a: Detection["box"], b: Detection["box"]): number {

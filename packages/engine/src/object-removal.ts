@@ -116,6 +116,15 @@ export class DetectAndInpaintRemover implements ObjectRemover {
    * the hole without the fill.
    */
   async maskFromDetections(task: ObjectRemovalTask, context: WorkContext): Promise<RemovalMask> {
+    try {
+      return await this.buildMask(task, context);
+    } finally {
+      // A thread kept open for the keypoints (the detector's) never outlives the mask, whatever happened.
+      this.pose?.release?.(task.image);
+    }
+  }
+
+  private async buildMask(task: ObjectRemovalTask, context: WorkContext): Promise<RemovalMask> {
     const { image } = task;
     const queries = this.readTerms(task.terms);
     // An open-vocabulary detector looks for exactly the things named; a fixed one reports all it knows.
@@ -250,6 +259,8 @@ export class DetectAndInpaintRemover implements ObjectRemover {
       if (unconfirmed.length === 0) break;
       candidates = candidates.filter((detection) => !unconfirmed.includes(detection));
     }
+    // The choice is made: no more keypoints, so a thread kept open for them ends before the masks are drawn.
+    this.pose?.release?.(image);
     const mask = new Uint8Array(image.width * image.height);
     const objects = new Uint8Array(image.width * image.height);
     const outlines: RemovalMask["outlines"] = [];
@@ -308,6 +319,10 @@ export class DetectAndInpaintRemover implements ObjectRemover {
     } catch (error) {
       if (isCancellation(error, context)) throw error;
       for (const person of people) poses.set(person, []);
+      const why = error instanceof Error ? error.message : String(error);
+      context.recordNote?.(
+        `Object removal: no body keypoints (${why}); ${people.length === 1 ? "the person was" : "the people were"} outlined from the box alone.`,
+      );
     }
   }
 

@@ -8,8 +8,9 @@ import { workerScript } from "./worker-script";
  * Body keypoints of a detected person, offline: MoveNet SinglePose Lightning
  * (Google, Apache-2.0; models/movenet-lightning.json and .bin, 4.6 MB, in the
  * `@vladmandic/human` npm package, MIT), run with TensorFlow.js on its
- * WebAssembly backend in a thread of its own, like the object detector
- * (human-model.ts says why). The object remover turns a person's confident
+ * WebAssembly backend in the object detector's thread, which the engine keeps
+ * open after the detection when a person may be removed (`adopt`), or else in
+ * a thread of its own (human-model.ts says why a thread). The object remover turns a person's confident
  * keypoints into points the segmenter must include: a box alone misses
  * outstretched arms and legs (issue 23's footballer), a wrist or an ankle
  * brings them in.
@@ -53,6 +54,19 @@ export interface Keypoint {
 export interface PoseEstimator {
   /** The keypoints of the person framed by each box, in the same order. */
   keypoints(image: RgbaImage, boxes: readonly Box[], context: WorkContext): Promise<Keypoint[][]>;
+  /** The removal of `image` needs no more keypoints: a thread kept open for them ends now. */
+  release?(image: RgbaImage): void;
+}
+
+/**
+ * A model thread already open for this removal that runs MoveNet too (the
+ * object detector's, object-detector.human.ts): the second thread's start and
+ * TensorFlow.js's start in it are most of what the keypoints cost.
+ */
+export interface PoseThread {
+  keypoints(input: PoseThreadInput, transfer: ArrayBuffer[]): Promise<Float32Array[]>;
+  /** Ends the thread (idempotent). */
+  close(): void;
 }
 
 /** What the pose thread gets: one 192x192 RGB crop per person. */
@@ -80,17 +94,39 @@ export async function runMoveNet({ crops }: PoseThreadInput): Promise<Float32Arr
   return answers;
 }
 
+/** Loads MoveNet and runs it once on a black crop, so that the first person's pass is not the slow first one. */
+export async function prepareMoveNet(): Promise<void> {
+  await runMoveNet({ crops: [new Uint8Array(MOVENET_INPUT * MOVENET_INPUT * 3)] });
+}
+
 export class MoveNetPoseEstimator implements PoseEstimator {
+  /** Threads kept open for a removal's keypoints, by the picture being edited. */
+  private readonly adopted = new WeakMap<RgbaImage, PoseThread>();
+
+  /** The keypoints of `image` are asked of `thread` (then closed by `release`) instead of a thread of their own. */
+  adopt(image: RgbaImage, thread: PoseThread): void {
+    this.adopted.set(image, thread);
+  }
+
+  release(image: RgbaImage): void {
+    this.adopted.get(image)?.close();
+    this.adopted.delete(image);
+  }
+
   async keypoints(image: RgbaImage, boxes: readonly Box[], context: WorkContext): Promise<Keypoint[][]> {
     throwIfCancelled(context.signal);
     if (boxes.length === 0) return [];
     const squares = boxes.map((box) => squareAround(box));
     const crops = await Promise.all(squares.map((square) => cropOf(image, square)));
-    const answers = await runModelThread<PoseThreadInput, Float32Array[]>(
-      thread,
-      { crops },
-      { signal: context.signal, what: "pose model", transfer: crops.map((crop) => crop.buffer as ArrayBuffer) },
-    );
+    const transfer = crops.map((crop) => crop.buffer as ArrayBuffer);
+    const open = this.adopted.get(image);
+    const answers = open
+      ? await open.keypoints({ crops }, transfer)
+      : await runModelThread<PoseThreadInput, Float32Array[]>(
+          thread,
+          { crops },
+          { signal: context.signal, what: "pose model", transfer },
+        );
     return answers.map((values, n) => {
       const square = squares[n] as Square;
       return BODY_PARTS.map((part, k) => ({
