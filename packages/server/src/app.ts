@@ -150,6 +150,9 @@ export async function startRetouch(options: {
     if (pool) models?.start((options) => pool.reconfigure(options));
     await queue.scheduleMaintenance();
   } catch (error) {
+    // better-auth initialises in the background from its creation (the OAuth provider seeds its resources):
+    // let that finish, or it meets a closed database after the failure it has nothing to do with.
+    await services.auth.$context.catch(() => undefined);
     await models?.stop();
     await http?.close(0);
     // A started queue holds a LISTEN connection: the pool would wait for it forever.
