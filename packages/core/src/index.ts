@@ -18,6 +18,7 @@ export {
   isBlobStoreError,
   type PutOptions,
 } from "./blobs/blob-store";
+export { openBlobStore } from "./blobs/open-blob-store";
 // The S3 store itself is loaded on demand (openBlobStore): importing it here would load the AWS SDK at every start.
 export type { S3BlobStore, S3BlobStoreOptions } from "./blobs/s3-blob-store";
 export { type BlobStoreConfig, type Config, ConfigError, loadConfig, parseConfig, parseDuration } from "./config/env";
@@ -70,7 +71,6 @@ export { bearerToken, type Principal, type RequestInfo } from "./services/princi
 export {
   createAdminService,
   createServices,
-  openBlobStore,
   type ServiceDependencies,
   type Services,
 } from "./services/services";

@@ -3,6 +3,7 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { type PutOptions, SAFE_KEY } from "../blobs/blob-store";
+import { openS3BlobStore } from "../blobs/open-blob-store";
 import type { Config } from "../config/env";
 
 /**
@@ -228,12 +229,5 @@ async function storedSha256(target: MigrationTarget, key: string): Promise<strin
 export async function openMigrationTarget(config: Pick<Config, "blobStore">): Promise<MigrationTarget | undefined> {
   const store = config.blobStore;
   if (store.kind !== "s3") return undefined;
-  const { S3BlobStore } = await import("../blobs/s3-blob-store");
-  return new S3BlobStore({
-    bucket: store.bucket,
-    endpoint: store.endpoint,
-    region: store.region,
-    forcePathStyle: store.forcePathStyle,
-    prefix: store.prefix,
-  });
+  return openS3BlobStore(store);
 }

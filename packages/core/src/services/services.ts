@@ -60,25 +60,6 @@ export interface ServiceDependencies {
   fetchClientMetadata?: ClientMetadataResourceFetch;
 }
 
-/**
- * The store RETOUCH_BLOB_STORE names: files under the data directory, or an S3
- * bucket (credentials: the AWS SDK's default chain). The S3 store, and with it
- * the AWS SDK (some 90 ms to load here), is loaded only when it is configured,
- * so that a file-store installation starts as fast as before.
- */
-export async function openBlobStore(config: Pick<Config, "blobStore" | "dataDir">): Promise<BlobStore> {
-  const store = config.blobStore;
-  if (store.kind === "file") return new FileBlobStore(path.join(config.dataDir, "blobs"));
-  const { S3BlobStore } = await import("../blobs/s3-blob-store");
-  return new S3BlobStore({
-    bucket: store.bucket,
-    endpoint: store.endpoint,
-    region: store.region,
-    forcePathStyle: store.forcePathStyle,
-    prefix: store.prefix,
-  });
-}
-
 /** Every domain service, wired once. The HTTP host, the worker, the admin CLI and tests all start here. */
 export function createServices(deps: ServiceDependencies) {
   const { db, config, logger, mailer } = deps;
