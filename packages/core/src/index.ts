@@ -38,7 +38,13 @@ export {
 export { type ErrorBody, RetouchError } from "./errors/retouch-error";
 export { newId } from "./lib/ids";
 export { createLogger, type Logger } from "./lib/logger";
-export { type BodyAllowance, type QueueDepth, RetouchMetrics, type WebhookAttemptOutcome } from "./lib/metrics";
+export {
+  type BodyAllowance,
+  modelFileLabel,
+  type QueueDepth,
+  RetouchMetrics,
+  type WebhookAttemptOutcome,
+} from "./lib/metrics";
 export { constantTimeEqual, randomHex, sha256Hex } from "./lib/secrets";
 export { UrlSigner } from "./lib/signed-urls";
 export { createMailer, type Mailer, type MailMessage } from "./mail/mailer";

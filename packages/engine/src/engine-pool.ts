@@ -2,7 +2,14 @@ import os from "node:os";
 import { MessageChannel, Worker } from "node:worker_threads";
 import type { EditRequest, EditResult, ImageEngine } from "./engine.ports";
 import { EngineError } from "./engine-error";
-import type { EngineWorkerOptions, InferenceMessage, WorkerMessage, WorkerReply, WorkerRequest } from "./engine-worker.protocol";
+import type {
+  EngineWorkerOptions,
+  InferenceMessage,
+  InferenceReply,
+  WorkerMessage,
+  WorkerReply,
+  WorkerRequest,
+} from "./engine-worker.protocol";
 import type { InferenceWorkerOptions } from "./inference.worker";
 import type { OnnxModelSpec } from "./onnx-runner";
 import { RemoteOnnxRunner } from "./onnx-runner.remote";
@@ -19,6 +26,8 @@ export interface PoolLogger {
 export interface EnginePoolOptions {
   /** onnxruntime threads of the one inference thread. Default: the cores this process may use. */
   inferenceThreads?: number;
+  /** Told of each model session the inference thread makes (at a model's first use): its file and load time. */
+  onModelLoaded?: (file: string, seconds: number) => void;
 }
 
 interface Task {
@@ -234,6 +243,9 @@ export class EnginePool implements ImageEngine {
     };
     const inference = new Worker(inferenceScript.url, { workerData, execArgv: inferenceScript.execArgv });
     inference.on("error", (error) => this.logger.warn({ err: error }, "the inference thread failed"));
+    inference.on("message", (reply: InferenceReply) => {
+      if (reply.kind === "loaded") this.poolOptions.onModelLoaded?.(reply.file, reply.seconds);
+    });
     inference.on("exit", (code) => {
       if (this.inference !== inference) return;
       this.inference = undefined;

@@ -41,3 +41,6 @@ export type WorkerReply =
 
 /** What the pool tells its inference thread directly; engine threads reach it through their ports. */
 export type InferenceMessage = { kind: "connect"; port: MessagePort } | { kind: "retain"; keep: OnnxModelSpec[] };
+
+/** What the inference thread tells the pool: a model's session was made, and how long that took. */
+export type InferenceReply = { kind: "loaded"; file: string; seconds: number };

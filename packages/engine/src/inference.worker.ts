@@ -1,5 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
-import type { InferenceMessage } from "./engine-worker.protocol";
+import type { InferenceMessage, InferenceReply } from "./engine-worker.protocol";
 import { LocalOnnxRunner } from "./onnx-runner";
 import { serveOnnxRunner } from "./onnx-runner.remote";
 
@@ -13,7 +13,11 @@ export interface InferenceWorkerOptions {
 }
 
 if (parentPort) {
-  const runner = new LocalOnnxRunner(workerData as InferenceWorkerOptions);
+  const port = parentPort;
+  const runner = new LocalOnnxRunner({
+    ...(workerData as InferenceWorkerOptions),
+    onLoaded: (file, seconds) => port.postMessage({ kind: "loaded", file, seconds } satisfies InferenceReply),
+  });
   parentPort.on("message", (message: InferenceMessage) => {
     if (message.kind === "connect") serveOnnxRunner(message.port, runner);
     else runner.retain(message.keep);

@@ -77,6 +77,8 @@ export interface OnnxRunner {
 export interface LocalOnnxRunnerOptions {
   /** onnxruntime intra-op threads per run. Default: the cores this process may use. */
   threads?: number;
+  /** Told of each session made: the model's file and the seconds its load took (the operator's metrics). */
+  onLoaded?: (file: string, seconds: number) => void;
 }
 
 const keyOf = (spec: OnnxModelSpec) => `${spec.inputSize ?? "declared"}:${spec.allOutputs ? "all" : "first"}:${spec.path}`;
@@ -92,9 +94,11 @@ export class LocalOnnxRunner implements OnnxRunner {
   private readonly sessions = new Map<string, Promise<InferenceSession>>();
   private queue: Promise<unknown> = Promise.resolve();
   private readonly threads: number;
+  private readonly onLoaded: LocalOnnxRunnerOptions["onLoaded"];
 
   constructor(options: LocalOnnxRunnerOptions = {}) {
     this.threads = options.threads ?? os.availableParallelism();
+    this.onLoaded = options.onLoaded;
   }
 
   async load(spec: OnnxModelSpec): Promise<OnnxModelInfo> {
@@ -209,6 +213,7 @@ export class LocalOnnxRunner implements OnnxRunner {
 
   private async create(spec: OnnxModelSpec): Promise<InferenceSession> {
     const ort = await import("onnxruntime-node");
+    const started = performance.now();
     try {
       const options: InferenceSession.SessionOptions = {
         intraOpNumThreads: this.threads,
@@ -237,6 +242,7 @@ export class LocalOnnxRunner implements OnnxRunner {
       // The model's bytes, read and resized here, are garbage now: a few hundred MB that V8 would keep
       // until some later collection, through the forward passes, since those allocate almost no JavaScript.
       collectGarbage();
+      this.onLoaded?.(spec.path, (performance.now() - started) / 1000);
       return session;
     } catch (error) {
       throw new EngineError("model_failed", `The model ${spec.path} could not be loaded: ${describe(error)}`, { cause: error });

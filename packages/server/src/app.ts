@@ -7,6 +7,7 @@ import {
   JobQueue,
   type Logger,
   ModelProvisioner,
+  modelFileLabel,
   openBlobStore,
   RetouchMetrics,
   runMaintenance,
@@ -14,7 +15,7 @@ import {
   ServiceSecretsStore,
   type Services,
 } from "@retouch/core";
-import { EnginePool } from "@retouch/engine";
+import { EnginePool, type EnginePoolOptions } from "@retouch/engine";
 import pg from "pg";
 import { resolveAuthSecret } from "./auth-secret";
 import { type HttpServer, startHttpServer } from "./http/http-server";
@@ -81,6 +82,9 @@ export async function startRetouch(options: {
   });
 
   let engine: EnginePool | undefined;
+  const poolOptions: EnginePoolOptions = {
+    onModelLoaded: (file, seconds) => metrics.modelSessionLoadDuration.observe({ model: modelFileLabel(file) }, seconds),
+  };
   let models: ModelProvisioner | undefined;
   let processor: ImageProcessor | undefined;
   let http: HttpServer | undefined;
@@ -93,7 +97,7 @@ export async function startRetouch(options: {
     if (role === "worker" || role === "all") {
       // The threads start with what is on disk; a missing model is fetched once the service is up.
       models = new ModelProvisioner({ config, logger, metrics });
-      engine = new EnginePool(config.workerConcurrency, await models.initialOptions(), logger);
+      engine = new EnginePool(config.workerConcurrency, await models.initialOptions(), logger, poolOptions);
       services.selections.useEngine(engine);
       const settled = (job: Parameters<typeof services.webhooks.afterSettle>[0]) => services.webhooks.afterSettle(job);
       const worker = new ImageProcessor({
@@ -129,7 +133,12 @@ export async function startRetouch(options: {
     if (role === "api") {
       // Click-to-select runs where its requests arrive: a pool with no edit threads, whose inference
       // thread starts only at the first selection.
-      engine = new EnginePool(0, { objectSegmenter: config.objectSegmenter, maxPixels: config.maxImagePixels }, logger);
+      engine = new EnginePool(
+        0,
+        { objectSegmenter: config.objectSegmenter, maxPixels: config.maxImagePixels },
+        logger,
+        poolOptions,
+      );
       services.selections.useEngine(engine);
     }
     if (role === "api" || role === "all") {

@@ -101,6 +101,12 @@ describe("the service at start", () => {
       expect(existsSync(path.join(app.config.dataDir, "models", FILE))).toBe(true);
       // The next job uses the model: the ball only.
       expect(await cutOut(app, account.key)).toBeGreaterThan(0.95);
+      // Its session in the inference thread was timed too, once, labelled by file.
+      const sessions = await app.services.metrics.registry.getSingleMetric("retouch_model_session_load_seconds")?.get();
+      const made = sessions?.values.find(
+        (sample) => "metricName" in sample && sample.metricName === "retouch_model_session_load_seconds_count",
+      );
+      expect(made).toMatchObject({ labels: { model: FILE.replace(/\.onnx$/, "") }, value: 1 });
 
       // At the next start the model is there: used from the first job, nothing fetched.
       const fetched = mirror.requests.length;

@@ -114,6 +114,7 @@ describe("/metrics", () => {
       retouch_job_duration_seconds: "histogram",
       retouch_webhook_attempts_total: "counter",
       retouch_model_load_seconds: "histogram",
+      retouch_model_session_load_seconds: "histogram",
       retouch_queue_jobs: "gauge",
       retouch_queue_oldest_pending_age_seconds: "gauge",
       retouch_body_bytes_in_flight: "gauge",

