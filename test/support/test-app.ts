@@ -79,3 +79,14 @@ export async function startTestApp(
   };
   return testApp;
 }
+
+/** The first log line (JSON) of `app` that matches `pattern`, waiting for it up to `timeoutMs`. */
+export async function waitForLog(app: TestApp, pattern: RegExp, timeoutMs = 30_000): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const line = app.logs.find((candidate) => pattern.test(candidate));
+    if (line) return JSON.parse(line);
+    if (Date.now() > deadline) throw new Error(`no log line matches ${pattern}:\n${app.logs.join("")}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

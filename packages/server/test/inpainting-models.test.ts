@@ -9,7 +9,7 @@ import { request } from "../../../test/support/http-client";
 import { base64, rectangleMask } from "../../../test/support/images";
 import { type ModelMirror, startModelMirror, writeTestCatalog } from "../../../test/support/model-mirror";
 import { spawnServerEntry } from "../../../test/support/spawn-retouch";
-import { startTestApp, type TestApp } from "../../../test/support/test-app";
+import { startTestApp, type TestApp, waitForLog } from "../../../test/support/test-app";
 import { meanColourLamaModel } from "../../engine/test/onnx-model.builder";
 
 /**
@@ -37,16 +37,6 @@ beforeAll(async () => {
   mask = await rectangleMask(width ?? 0, height ?? 0, hole);
 });
 afterAll(() => mirror.close());
-
-async function waitForLog(app: TestApp, pattern: RegExp, timeoutMs = 30_000): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const line = app.logs.find((candidate) => pattern.test(candidate));
-    if (line) return JSON.parse(line);
-    if (Date.now() > deadline) throw new Error(`no log line matches ${pattern}:\n${app.logs.join("")}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function submit(app: TestApp, account: KeyedAccount): Promise<{ jobId: string; status: Record<string, unknown> }> {
   const submitted = await request(app.url, "POST", "/api/process", {

@@ -9,7 +9,7 @@ import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
 import { type ModelMirror, sha256Of, startModelMirror, writeTestCatalog } from "../../../test/support/model-mirror";
 import { spawnServerEntry } from "../../../test/support/spawn-retouch";
-import { startTestApp, type TestApp } from "../../../test/support/test-app";
+import { startTestApp, type TestApp, waitForLog } from "../../../test/support/test-app";
 import { redSaliencyModel } from "../../engine/test/onnx-model.builder";
 import { iou, redBallAndBlueBox, type Scene } from "../../engine/test/synthetic-scenes.fixture";
 
@@ -38,16 +38,6 @@ beforeAll(async () => {
   scene = await redBallAndBlueBox();
 });
 afterAll(() => mirror.close());
-
-async function waitForLog(app: TestApp, pattern: RegExp, timeoutMs = 30_000): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const line = app.logs.find((candidate) => pattern.test(candidate));
-    if (line) return JSON.parse(line);
-    if (Date.now() > deadline) throw new Error(`no log line matches ${pattern}:\n${app.logs.join("")}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** Removes the scene's background through the API; returns the IoU of the cut-out with the red ball. */
 async function cutOut(app: TestApp, key: string): Promise<number> {

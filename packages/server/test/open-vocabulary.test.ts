@@ -8,7 +8,7 @@ import { request } from "../../../test/support/http-client";
 import { base64 } from "../../../test/support/images";
 import { type ModelMirror, sha256Of, startModelMirror } from "../../../test/support/model-mirror";
 import { spawnServerEntry } from "../../../test/support/spawn-retouch";
-import { startTestApp, type TestApp } from "../../../test/support/test-app";
+import { startTestApp, waitForLog } from "../../../test/support/test-app";
 import { TINY_BERT_VOCAB, tinyBertVocab, tinyGroundingDinoModel } from "../../engine/test/onnx-model.builder";
 
 /**
@@ -83,16 +83,6 @@ beforeAll(async () => {
     .toBuffer();
 });
 afterAll(() => mirror.close());
-
-async function waitForLog(app: TestApp, pattern: RegExp, timeoutMs = 30_000): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const line = app.logs.find((candidate) => pattern.test(candidate));
-    if (line) return JSON.parse(line);
-    if (Date.now() > deadline) throw new Error(`no log line matches ${pattern}:\n${app.logs.join("")}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describe("an open-vocabulary detector from the catalog", () => {
   it('refuses detect: "trash can . power line" until it is installed, then removes what it names', async () => {
