@@ -1,4 +1,5 @@
 import { defineConfig, type Options } from "tsup";
+import { THREAD_SCRIPTS } from "../engine/src/worker-script";
 
 type Plugin = NonNullable<Options["esbuildPlugins"]>[number];
 
@@ -56,11 +57,7 @@ export const serverBuild = defineConfig({
     main: "src/main.ts",
     admin: "src/admin/admin.main.ts",
     // Threads start from their entry's file next to the module that starts them (engine/src/worker-script.ts).
-    "engine.worker": "../engine/src/engine.worker.ts",
-    "inference.worker": "../engine/src/inference.worker.ts",
-    "object-detector.worker": "../engine/src/object-detector.worker.ts",
-    "face-detector.worker": "../engine/src/face-detector.worker.ts",
-    "pose-keypoints.worker": "../engine/src/pose-keypoints.worker.ts",
+    ...Object.fromEntries(THREAD_SCRIPTS.map((name) => [name, `../engine/src/${name}.ts`])),
   },
   format: ["esm"],
   target: "node22",

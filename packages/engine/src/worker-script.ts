@@ -15,3 +15,17 @@ export function workerScript(name: string, base: string): { url: URL; execArgv: 
     execArgv: source ? ["--import", pathToFileURL(createRequire(base).resolve("tsx")).href] : [],
   };
 }
+
+/**
+ * Every thread entry of the engine, by file name (without its extension): a
+ * build emits each as a file of its own (packages/server/tsup.config.ts, and
+ * the benches that bundle the engine as the service runs it).
+ */
+export const THREAD_SCRIPTS = [
+  "engine.worker",
+  "inference.worker",
+  "vision.worker",
+  "object-detector.worker",
+  "face-detector.worker",
+  "pose-keypoints.worker",
+] as const;
