@@ -46,7 +46,7 @@ import {
 } from "./providers/removal-providers";
 import type { ImageEmbedding, MinisamSegmenter, PromptableSegmenter, PromptPoint } from "./segmenter.minisam";
 import { promptableSegmenter } from "./segmenter-choice";
-import type { VisionThreadClient } from "./vision-thread";
+import { VISION_KEEP_MAX_PIXELS, type VisionThreadClient } from "./vision-thread";
 import { throwIfCancelled } from "./work-checkpoint";
 
 export interface BackgroundModelOptions {
@@ -247,25 +247,16 @@ class MaskedByProvider implements ObjectRemover {
 }
 
 /**
- * Above this many pixels a detector's thread of the edit's own (no engine pool) is not kept for the keypoints, which then start a
- * thread of their own as before. Kept open, the thread (about 115 MB) lives while the segmenter's
- * encoder runs and the frame is decoded: the memory bench at concurrency 2 with IS-Net and the
- * segmenter (12 MP) peaked at 1084-1109 MiB with it kept, against 1014-1034 MiB with a thread of
- * the keypoints' own (docs/engine.md), where the time saved (about 1 s) is a small part of a
- * 12 MP edit. At 1 MP the frame is 4 MB and the second thread's start about half of the edit.
- */
-const POSE_IN_DETECTOR_THREAD_MAX_PIXELS = 4_000_000;
-
-/**
  * Object removal without a mask asks the detector first, on the input decoded
- * at the detector's own size, and decodes the full frame after: the detector
- * (a thread of about 115 MB while it runs) and the frame (48 MB at 12 MP) are
- * never in memory together, except when a person is to be removed from a
- * picture of up to POSE_IN_DETECTOR_THREAD_MAX_PIXELS: then the built-in
- * detector's thread stays open, loads the pose model and answers the remover's
- * ask for body keypoints (one thread per removal instead of a second one
- * started for the keypoints, which cost about 1 s more). The remover gets
- * these boxes, scaled to the full size, when it asks about that frame.
+ * at the detector's own size, and decodes the full frame after: above
+ * VISION_KEEP_MAX_PIXELS the detector's thread (about 115 MB) is ended or
+ * given back to the pool before the frame (48 MB at 12 MP) is decoded. Up to
+ * that size, when a person is to be removed, the thread stays open, loads the
+ * pose model and answers the remover's ask for body keypoints (one thread per
+ * removal instead of a second one started for the keypoints, which cost about
+ * 1 s more); in the engine pool it is the pool's vision thread, up between
+ * removals. The remover gets these boxes, scaled to the full size, when it
+ * asks about that frame.
  */
 class EarlyDetector implements ObjectDetector {
   readonly labels: readonly string[];
@@ -293,14 +284,17 @@ class EarlyDetector implements ObjectDetector {
       const { image, width, height } = await decodeSquare(bytes, this.side, maxPixels);
       const sx = width / image.width;
       const sy = height / image.height;
+      const human = this.detector instanceof HumanObjectDetector ? this.detector : undefined;
       const found =
-        forPose &&
-        this.detector instanceof HumanObjectDetector &&
-        (this.detector.sharesThread || width * height <= POSE_IN_DETECTOR_THREAD_MAX_PIXELS)
-          ? await this.detector.detectKeepingThread(image, context, (detections) =>
+        human && forPose && width * height <= VISION_KEEP_MAX_PIXELS
+          ? await human.detectKeepingThread(image, context, (detections) =>
               detections.some((detection) => detection.label === "person"),
             )
-          : { detections: await this.detector.detect(image, context) };
+          : {
+              detections: await (human
+                ? human.detectScaled(image, context, width * height)
+                : this.detector.detect(image, context)),
+            };
       const detections = found.detections.map(({ box, ...detection }) => ({
         ...detection,
         box: { x: box.x * sx, y: box.y * sy, width: box.width * sx, height: box.height * sy },

@@ -10,6 +10,11 @@ import { EngineError } from "./engine-error";
  */
 export const DEFAULT_MAX_PIXELS = 40_000_000;
 
+// libvips keeps the results of recent operations for reuse (by default up to 50 MB, per process):
+// an edit never decodes or resizes the same picture twice, so the cache only held memory beside
+// the 12 MP frames (docs/engine.md, Memory at concurrency 2).
+sharp.cache(false);
+
 /** JPEG and WebP quality when the request names none. */
 export const DEFAULT_QUALITY = 90;
 

@@ -4,7 +4,7 @@ import type { Detection, ObjectDetector, RgbaImage, WorkContext } from "./engine
 import { EngineError } from "./engine-error";
 import { loadHumanModel, type ModelThread, openModelThread } from "./human-model";
 import { type PoseThread, type PoseThreadInput, prepareMoveNet, runMoveNet } from "./pose-keypoints";
-import type { VisionThreadClient } from "./vision-thread";
+import { VISION_KEEP_MAX_PIXELS, type VisionThreadClient } from "./vision-thread";
 import { throwIfCancelled } from "./work-checkpoint";
 import { workerScript } from "./worker-script";
 
@@ -92,14 +92,14 @@ export class HumanObjectDetector implements ObjectDetector {
     this.shared = options.shared;
   }
 
-  /** Detections run in a thread that outlives the edit (the pool's): keeping it for the keypoints costs no memory. */
-  get sharesThread(): boolean {
-    return this.shared !== undefined;
+  detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
+    return this.detectScaled(image, context, image.width * image.height);
   }
 
-  async detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
+  /** Detects on `image`, the edited picture of `framePixels` scaled down (engine.ts, EarlyDetector). */
+  async detectScaled(image: RgbaImage, context: WorkContext, framePixels: number): Promise<Detection[]> {
     throwIfCancelled(context.signal);
-    const opened = this.open(await pixelsOf(image), context);
+    const opened = this.open(await pixelsOf(image), context, framePixels > VISION_KEEP_MAX_PIXELS);
     try {
       return this.read((await opened.first) as Float32Array, image);
     } finally {
@@ -119,7 +119,7 @@ export class HumanObjectDetector implements ObjectDetector {
     keep: (detections: Detection[]) => boolean,
   ): Promise<{ detections: Detection[]; pose?: PoseThread }> {
     throwIfCancelled(context.signal);
-    const opened = this.open(await pixelsOf(image), context);
+    const opened = this.open(await pixelsOf(image), context, false);
     let detections: Detection[];
     try {
       detections = this.read((await opened.first) as Float32Array, image);
@@ -153,11 +153,11 @@ export class HumanObjectDetector implements ObjectDetector {
     };
   }
 
-  /** The pool's vision thread, else a thread of this detection's own. */
-  private open(pixels: Uint8Array, context: WorkContext): ModelThread<HumanThreadInput, HumanThreadOutput> {
+  /** The pool's vision thread (given back on close when the picture is `large`), else a thread of this detection's own. */
+  private open(pixels: Uint8Array, context: WorkContext, large: boolean): ModelThread<HumanThreadInput, HumanThreadOutput> {
     const options = { signal: context.signal, what: "object detector" };
     return this.shared
-      ? this.shared.open({ pixels }, options)
+      ? this.shared.open({ pixels }, { ...options, large })
       : openModelThread<HumanThreadInput, HumanThreadOutput>(thread, { pixels }, options);
   }
 

@@ -1,7 +1,7 @@
 import sharp from "sharp";
 import type { Box, RgbaImage, WorkContext } from "./engine.ports";
 import { loadHumanModel, runModelThread } from "./human-model";
-import type { VisionThreadClient } from "./vision-thread";
+import { VISION_KEEP_MAX_PIXELS, type VisionThreadClient } from "./vision-thread";
 import { throwIfCancelled } from "./work-checkpoint";
 import { workerScript } from "./worker-script";
 
@@ -138,7 +138,7 @@ export class MoveNetPoseEstimator implements PoseEstimator {
     const answers = open
       ? await open.keypoints({ crops }, transfer)
       : this.shared
-        ? ((await this.shared.ask({ crops }, ask)) as Float32Array[])
+        ? await askSharedThread(this.shared, { crops }, ask, image.width * image.height > VISION_KEEP_MAX_PIXELS)
         : await runModelThread<PoseThreadInput, Float32Array[]>(thread, { crops }, ask);
     return answers.map((values, n) => {
       const square = squares[n] as Square;
@@ -149,6 +149,20 @@ export class MoveNetPoseEstimator implements PoseEstimator {
         score: values[3 * k + 2] ?? 0,
       }));
     });
+  }
+}
+
+/** The keypoints from the pool's vision thread, given back after them when the picture is large (vision-thread.ts). */
+async function askSharedThread(
+  shared: VisionThreadClient,
+  input: PoseThreadInput,
+  options: { signal: AbortSignal | undefined; what: string; transfer: ArrayBuffer[] },
+  large: boolean,
+): Promise<Float32Array[]> {
+  try {
+    return (await shared.ask(input, options)) as Float32Array[];
+  } finally {
+    if (large) shared.release();
   }
 }
 

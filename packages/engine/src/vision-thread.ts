@@ -24,11 +24,25 @@ export const VISION_IDLE_MS = 30_000;
 
 const script = workerScript("vision.worker", import.meta.url);
 
-/** An engine thread's request, and the answer it gets back under the same id. */
-export interface VisionRequest {
+/**
+ * A model thread (about 115 MB) is never kept beside the frame of a picture larger than this.
+ * The pool's vision thread is given back as soon as such an edit needs it no more (after the
+ * detection, after the keypoints), and without a pool the detector's thread is not kept open for
+ * the keypoints, which start a thread of their own. Kept, the thread lived beside a 12 MP
+ * frame's decode and fill: the memory bench at concurrency 2 with IS-Net and the segmenter
+ * peaked at 1084-1109 MiB with it (the vision thread kept: 1097 MiB), against 999-1034 MiB
+ * without (docs/engine.md), where its start is a small part of a 12 MP edit. At 1 MP the frame
+ * is 4 MB and the thread's start and model load a fifth of the removal.
+ */
+export const VISION_KEEP_MAX_PIXELS = 4_000_000;
+
+/** A pass asked of the thread, and the answer it gets back under the same id. */
+export interface VisionTask {
   id: number;
   input: HumanThreadInput;
 }
+/** What an engine thread sends: a pass, or word that its large picture needs the thread no more. */
+export type VisionRequest = VisionTask | { release: true };
 export type VisionReply = { id: number } & ModelThreadReply<HumanThreadOutput>;
 
 interface Route {
@@ -45,6 +59,8 @@ export class VisionThreadHost {
   private idleTimer: NodeJS.Timeout | undefined;
   private nextId = 1;
   private startCount = 0;
+  /** A large picture's edit is done with the thread: end it as soon as no one waits on it. */
+  private endWhenIdle = false;
 
   constructor(private readonly idleMs = VISION_IDLE_MS) {}
 
@@ -74,11 +90,16 @@ export class VisionThreadHost {
   }
 
   private forward(port: MessagePort, request: VisionRequest): void {
+    if ("release" in request) {
+      this.endWhenIdle = true;
+      if (this.routes.size === 0) this.endIdle();
+      return;
+    }
     clearTimeout(this.idleTimer);
     const worker = this.worker ?? this.start();
     const id = this.nextId++;
     this.routes.set(id, { port, id: request.id, worker });
-    worker.postMessage({ id, input: request.input } satisfies VisionRequest);
+    worker.postMessage({ id, input: request.input } satisfies VisionTask);
   }
 
   private start(): Worker {
@@ -106,14 +127,18 @@ export class VisionThreadHost {
     if (!route) return;
     this.routes.delete(reply.id);
     route.port.postMessage({ ...reply, id: route.id } satisfies VisionReply);
-    if (this.routes.size === 0) {
-      clearTimeout(this.idleTimer);
-      this.idleTimer = setTimeout(() => this.endIdle(), this.idleMs);
-      this.idleTimer.unref();
+    if (this.routes.size > 0) return;
+    clearTimeout(this.idleTimer);
+    if (this.endWhenIdle) {
+      this.endIdle();
+      return;
     }
+    this.idleTimer = setTimeout(() => this.endIdle(), this.idleMs);
+    this.idleTimer.unref();
   }
 
   private endIdle(): void {
+    this.endWhenIdle = false;
     if (this.routes.size > 0 || !this.worker) return;
     const worker = this.worker;
     this.worker = undefined;
@@ -172,11 +197,18 @@ export class VisionThreadClient {
         };
       this.waiting.set(id, { what, resolve: settle(resolve), reject: settle(reject) });
     });
-    const request: VisionRequest = { id, input };
-    const transfer = options.transfer ?? [];
+    this.send({ id, input }, options.transfer ?? []);
+    return answer;
+  }
+
+  /** This edit needs the thread no more, and its picture is large: the pool ends the thread once no one waits on it. */
+  release(): void {
+    this.send({ release: true }, []);
+  }
+
+  private send(request: VisionRequest, transfer: ArrayBuffer[]): void {
     if (this.port) this.port.postMessage(request, transfer);
     else this.unsent.push({ request, transfer });
-    return answer;
   }
 
   /**
@@ -185,12 +217,16 @@ export class VisionThreadClient {
    */
   open(
     first: HumanThreadInput,
-    options: { signal: AbortSignal | undefined; what: string },
+    options: { signal: AbortSignal | undefined; what: string; large: boolean },
   ): ModelThread<HumanThreadInput, HumanThreadOutput> {
+    let closed = false;
     return {
       first: this.ask(first, options),
       ask: (input, transfer) => this.ask(input, { ...options, ...(transfer ? { transfer } : {}) }),
-      close: () => {},
+      close: () => {
+        if (!closed && options.large) this.release();
+        closed = true;
+      },
     };
   }
 }

@@ -115,6 +115,19 @@ describe("EnginePool's vision thread", () => {
     expect(engine.visionThread.starts).toBe(2);
   }, 120_000);
 
+  it("gives the thread back as soon as a picture over 4 MP needs it no more: it never lives beside such a frame", async () => {
+    const engine = pool(1, { maxPixels: 40_000_000 });
+    // basketball.jpg at 2400x1800 (4.3 MP): the detection, then the keypoints, each in a thread given back after.
+    const source = await sharp(await loadPhoto("basketball"))
+      .resize(2400, 1800)
+      .jpeg({ quality: 90 })
+      .toBuffer();
+    await engine.edit({ image: source, prompt: "remove the person on the left", format: "jpeg" });
+    // Well before the 30 s an idle thread is kept.
+    await vi.waitFor(() => expect(engine.visionThread.running).toBe(false), { timeout: 5_000 });
+    expect(engine.visionThread.starts).toBe(2);
+  }, 120_000);
+
   it("a removal cancelled while it waits on the thread does not take the thread down for the next", async () => {
     const engine = pool(1);
     const source = await loadPhoto("boats");
