@@ -4,6 +4,7 @@ import { trpc } from "../api/trpc";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
 import { plural } from "../components/format";
+import { UsageChart } from "../components/usage-chart";
 import { useTitle } from "../components/use-title";
 
 export function OverviewPage() {
@@ -67,6 +68,10 @@ export function OverviewPage() {
           </p>
         </>
       ) : null}
+      <section aria-labelledby="usage-title">
+        <h2 id="usage-title">Usage</h2>
+        <UsageChart />
+      </section>
       <section aria-labelledby="next-steps">
         <h2 id="next-steps">Next steps</h2>
         <ul className="links">
