@@ -122,18 +122,24 @@ describe("the playground's submission from another site (CSRF)", { timeout: 30_0
     ["a foreign Origin", { origin: EVIL_ORIGIN }],
     ["Origin: null (a sandboxed frame)", { origin: "null" }],
     ["another site (Sec-Fetch-Site: cross-site)", { "sec-fetch-site": "cross-site" }],
-  ])("refuses a submission with the cookie from %s with 403, charging and starting nothing", async (_label, headers) => {
-    const before = { credits: await credits(), jobs: await jobCount(app.config.databaseUrl as string, account.userId) };
-    const response = await request(app.url, "POST", "/trpc/playground.submit", {
-      cookie: account.cookie,
-      headers,
-      body: { image: photo, prompt: "make it black and white" },
-    });
-    expect(response.status).toBe(403);
-    expect(response.body.error.data).toMatchObject({ code: "cross_site_request", httpStatus: 403 });
-    expect(await credits()).toBe(before.credits);
-    expect(await jobCount(app.config.databaseUrl as string, account.userId)).toBe(before.jobs);
-  });
+  ])(
+    "takes the submission from the service's own page, and refuses it from %s with 403, charging and starting nothing",
+    async (_label, headers) => {
+      // The same request from the dashboard's origin goes through: the refusal below is about where it comes from.
+      const own = await submitFrom(app.url, { image: photo, prompt: "make it black and white" });
+      expect(own.status, own.text).toBe(200);
+      const before = { credits: await credits(), jobs: await jobCount(app.config.databaseUrl as string, account.userId) };
+      const response = await request(app.url, "POST", "/trpc/playground.submit", {
+        cookie: account.cookie,
+        headers,
+        body: { image: photo, prompt: "make it black and white" },
+      });
+      expect(response.status).toBe(403);
+      expect(response.body.error.data).toMatchObject({ code: "cross_site_request", httpStatus: 403 });
+      expect(await credits()).toBe(before.credits);
+      expect(await jobCount(app.config.databaseUrl as string, account.userId)).toBe(before.jobs);
+    },
+  );
 
   it("refuses a cross-site HTML form post (what a foreign page can make a browser send) with 403", async () => {
     const before = await credits();
