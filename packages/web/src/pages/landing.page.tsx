@@ -55,7 +55,7 @@ export function LandingPage() {
                   </div>
                 </div>
                 <figcaption>
-                  “{example.prompt}” <span className="muted">{example.credit}</span>
+                  “{example.prompt}” <span className="muted">{example.credit}; resized and edited by this service</span>
                 </figcaption>
               </figure>
             </li>
