@@ -8,8 +8,19 @@ import { errorCode, errorMessage } from "./errors";
  * and endpoints, and run long); they stay in the API. `{retry}` is replaced by
  * the wait the service asked for.
  */
-export const REFUSAL_MESSAGES: Partial<Record<ErrorCode, string>> = {
+export const REFUSAL_MESSAGES: Record<ErrorCode, string> = {
   invalid_request: "Something in the request was not right. Check the picture and the prompt, then try again.",
+  invalid_json: "The page sent something the service could not read. Reload the page and try again.",
+  reset_token_invalid: "This password reset link has expired or was already used. Ask for a new one.",
+  invalid_credentials: "The email or password is not right. Check them, or reset your password.",
+  signed_url_invalid: "This download link has expired. Open the job again for a fresh link.",
+  not_found: "That is no longer here. Reload the page to see what is.",
+  method_not_allowed: "The page asked for something the service does not do. Reload the page and try again.",
+  request_timeout: "The picture took too long to arrive. Check your connection and try again.",
+  unsupported_media_type: "The page sent something the service could not read. Reload the page and try again.",
+  email_already_registered: "An account with this email already exists. Sign in instead.",
+  idempotency_key_reused: "This edit was already sent with other settings. Run it again.",
+  job_failed: "The edit did not work, and its credit was refunded. Try another picture or prompt.",
   unsupported_instruction:
     "This server can’t do that edit. Try one of the suggestions under the prompt, such as “remove the background” or “make it black and white”.",
   batch_exceeds_plan_limit: "Your plan runs fewer pictures at a time. Send fewer at once.",
@@ -40,6 +51,6 @@ function dataRetry(error: unknown): number | undefined {
 /** A refusal in a person's words when its code has them; otherwise what `errorMessage` says (a network failure, say). */
 export function refusalMessage(error: unknown): string {
   const code = errorCode(error) as ErrorCode | undefined;
-  const text = code ? REFUSAL_MESSAGES[code] : undefined;
+  const text = code && Object.hasOwn(REFUSAL_MESSAGES, code) ? REFUSAL_MESSAGES[code] : undefined;
   return text ? text.replace("{retry}", retryText(error)) : errorMessage(error);
 }
