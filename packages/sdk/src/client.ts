@@ -17,6 +17,10 @@ type Outputs = {
 
 export type OutputFormat = "jpeg" | "png" | "webp";
 
+type JobsInput = AppRouter["jobs"]["list"]["_def"]["$types"]["input"];
+/** Narrows a jobs listing (the service filters): a status, a workflow, whole UTC days `from`/`to` (YYYY-MM-DD, both included). */
+export type JobFilters = Pick<JobsInput, "status" | "workflow" | "from" | "to">;
+
 export interface EditOptions {
   /** Output format; background removal always yields PNG. Default JPEG. */
   format?: OutputFormat;
@@ -279,11 +283,18 @@ export class Retouch {
 
   // Jobs
 
-  /** One page of your jobs, newest first; pass the page's `next_cursor` as `cursor` for the next one. */
-  jobs(options: { limit?: number; cursor?: string; signal?: AbortSignal } = {}): Promise<JobsPage> {
+  /**
+   * One page of your jobs, newest first; pass the page's `next_cursor` as
+   * `cursor` for the next one, with the same filters.
+   */
+  jobs(options: JobFilters & { limit?: number; cursor?: string; signal?: AbortSignal } = {}): Promise<JobsPage> {
     const input = {
       ...(options.limit !== undefined ? { limit: options.limit } : {}),
       ...(options.cursor !== undefined ? { cursor: options.cursor } : {}),
+      ...(options.status !== undefined ? { status: options.status } : {}),
+      ...(options.workflow !== undefined ? { workflow: options.workflow } : {}),
+      ...(options.from !== undefined ? { from: options.from } : {}),
+      ...(options.to !== undefined ? { to: options.to } : {}),
     };
     return this.call(() => this.api.jobs.list.query(input, options.signal ? { signal: options.signal } : {}), options.signal);
   }
@@ -293,10 +304,14 @@ export class Retouch {
    * `for await (const job of retouch.allJobs()) ...`. Jobs created while it
    * runs are not included (pages never shift).
    */
-  async *allJobs(options: { pageSize?: number; signal?: AbortSignal } = {}): AsyncGenerator<JobListing, void, undefined> {
+  async *allJobs(
+    options: JobFilters & { pageSize?: number; signal?: AbortSignal } = {},
+  ): AsyncGenerator<JobListing, void, undefined> {
+    const { pageSize: _pageSize, signal: _signal, ...filters } = options;
     let cursor: string | undefined;
     do {
       const page = await this.jobs({
+        ...filters,
         ...(options.pageSize !== undefined ? { limit: options.pageSize } : { limit: 100 }),
         ...(cursor !== undefined ? { cursor } : {}),
         ...(options.signal ? { signal: options.signal } : {}),

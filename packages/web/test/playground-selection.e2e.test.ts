@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { Browser, Page, Response } from "playwright-core";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKey, signUpVerified, type TestAccount } from "../../../test/support/accounts";
+import { signUpVerified, type TestAccount } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
@@ -32,7 +32,6 @@ let browser: Browser;
 let watched: WatchedPage;
 let page: Page;
 let account: TestAccount;
-let key: { key: string; id: string };
 
 const eventually = <T>(read: () => Promise<T>) => expect.poll(read, { timeout: 30_000, interval: 100 });
 
@@ -78,29 +77,15 @@ beforeAll(async () => {
     { dashboardDir: webAssetsDirectory() ?? "" },
   );
   account = await signUpVerified(app);
-  key = await createKey(app.url, account);
   watched = await openWatchedPage(browser, app.url);
   page = watched.page;
-  // The session the dashboard signs in with, and the tab's key (as the keys page would leave it).
+  // The session the dashboard signs in with: the playground needs nothing else (no API key).
   await page
     .context()
     .addCookies([
       { name: account.cookie.split("=")[0] ?? "", value: account.cookie.split("=").slice(1).join("="), url: app.url },
     ]);
   await page.goto("/dashboard");
-  await page.evaluate(
-    (stored) =>
-      (globalThis as unknown as { sessionStorage: { setItem(name: string, value: string): void } }).sessionStorage.setItem(
-        "retouch.browser_key",
-        JSON.stringify(stored),
-      ),
-    {
-      id: key.id,
-      name: "selection",
-      prefix: `${key.key.slice(0, 15)}...`,
-      key: key.key,
-    },
-  );
 }, 120_000);
 
 afterAll(async () => {
@@ -154,7 +139,7 @@ describe("click-to-select in the playground", { timeout: 90_000 }, () => {
   });
 
   it("removes the selection: a job whose mask is the selection shown, and the helmet filled", async () => {
-    const submitted = page.waitForRequest((sent) => sent.url().includes("/trpc/process.submit"));
+    const submitted = page.waitForRequest((sent) => sent.url().includes("/trpc/playground.submit"));
     await page.getByRole("button", { name: "Remove the selection" }).click();
     // The mask the job was sent is the selection's PNG as the service answered the last click, unchanged.
     const body = JSON.parse((await submitted).postData() ?? "{}");
@@ -164,7 +149,7 @@ describe("click-to-select in the playground", { timeout: 90_000 }, () => {
     expect(await page.getByLabel("Prompt", { exact: true }).inputValue()).toBe("remove the selection");
     await eventually(() => credits()).toBe(9);
 
-    const jobs = await request(app.url, "GET", "/api/jobs", { key: key.key });
+    const jobs = await request(app.url, "GET", "/api/jobs", { cookie: account.cookie });
     const [job] = jobs.body.jobs;
     expect(job.status).toBe("done");
     expect(job.prompt).toBe("remove the selection");

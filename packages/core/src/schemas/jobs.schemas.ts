@@ -1,6 +1,10 @@
 import { z } from "zod";
 import { failureShape, metadataShape } from "./process.schemas";
 
+export const JOB_STATUSES = ["pending", "done", "error"] as const;
+/** The workflows a job can run (the `jobs.workflow` column). */
+export const JOB_WORKFLOWS = ["background_removal", "object_removal", "generative_edit"] as const;
+
 export const JOBS_PAGE_DEFAULT = 20;
 export const JOBS_PAGE_MAX = 100;
 
@@ -18,6 +22,17 @@ export const listJobsInput = z.object({
     .min(1, { error: "must not be empty: leave it out to start from the newest job" })
     .max(1024)
     .describe("`next_cursor` of the previous page, exactly as received; leave it out for the newest jobs")
+    .optional(),
+  // Filters: each narrows the listing; the cursor resumes the same filtered listing.
+  status: z.enum(JOB_STATUSES).describe("Only jobs in this state: `pending`, `done` or `error`").optional(),
+  workflow: z.enum(JOB_WORKFLOWS).describe("Only jobs of this workflow (GET /api/capabilities lists them)").optional(),
+  from: z.iso
+    .date({ error: "must be a date written YYYY-MM-DD" })
+    .describe("Only jobs submitted on or after this day (YYYY-MM-DD, UTC)")
+    .optional(),
+  to: z.iso
+    .date({ error: "must be a date written YYYY-MM-DD" })
+    .describe("Only jobs submitted on or before this day (YYYY-MM-DD, UTC)")
     .optional(),
 });
 
@@ -47,3 +62,24 @@ export const listJobsOutput = z.object({
 });
 
 export type JobListing = z.infer<typeof jobListingSchema>;
+export type ListJobsInput = z.infer<typeof listJobsInput>;
+/** The listing's filters, as the store applies them. */
+export type JobFilters = Pick<ListJobsInput, "status" | "workflow" | "from" | "to">;
+
+/** Days the usage chart covers, today (UTC) included. */
+export const USAGE_DAYS = 30;
+
+export const usageOutput = z.object({
+  workflows: z.array(z.enum(JOB_WORKFLOWS)).describe("Every workflow, in the order the days' counts list them"),
+  days: z
+    .array(
+      z.object({
+        date: z.iso.date().describe("The day (YYYY-MM-DD, UTC)"),
+        total: z.number().int(),
+        by_workflow: z.record(z.enum(JOB_WORKFLOWS), z.number().int()).describe("Images made that day, by workflow"),
+      }),
+    )
+    .describe(`Images made (done jobs) per day over the last ${USAGE_DAYS} days, oldest first, days without any included`),
+});
+
+export type UsageOutput = z.infer<typeof usageOutput>;

@@ -1,10 +1,18 @@
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
+import type { JobWorkflow } from "../db/schema";
 import { isJobFailureCode, JOB_FAILURE_CODES, type PublicJobFailure } from "../errors/job-failure-codes";
 import { RetouchError } from "../errors/retouch-error";
 import type { PageCursors } from "../lib/page-cursor";
 import type { UrlSigner } from "../lib/signed-urls";
-import type { JobListing } from "../schemas/jobs.schemas";
+import {
+  JOB_WORKFLOWS,
+  type JobFilters,
+  type JobListing,
+  type ListJobsInput,
+  USAGE_DAYS,
+  type UsageOutput,
+} from "../schemas/jobs.schemas";
 import type { ResultOutput } from "../schemas/process.schemas";
 import type { BatchJobRow, JobPosition, JobRow, JobsStore } from "../stores/jobs.store";
 import type { Principal } from "./principal";
@@ -71,10 +79,25 @@ export class JobsService {
    * The cursor is sealed to the account, so it resumes only that account's
    * listing; anything else sent as a cursor is a 400.
    */
-  async list(principal: Principal, input: { limit: number; cursor?: string | undefined }) {
+  async list(principal: Principal, input: ListJobsInput) {
     const after = input.cursor === undefined ? undefined : this.openCursor(principal, input.cursor);
+    const { status, workflow, from, to } = input;
+    if (from !== undefined && to !== undefined && from > to) {
+      const message = "is before `from`: pass a `to` on or after the `from` day";
+      throw new RetouchError("invalid_request", `Invalid request: to: ${message}`, { issues: [{ path: "to", message }] });
+    }
+    const filters: JobFilters = {
+      ...(status ? { status } : {}),
+      ...(workflow ? { workflow } : {}),
+      ...(from ? { from } : {}),
+      ...(to ? { to } : {}),
+    };
     // One row more than asked says whether there is a next page.
-    const rows = await this.store.pageForUser(principal.userId, { limit: input.limit + 1, ...(after ? { after } : {}) });
+    const rows = await this.store.pageForUser(principal.userId, {
+      limit: input.limit + 1,
+      filters,
+      ...(after ? { after } : {}),
+    });
     const page = rows.slice(0, input.limit);
     const last = page.at(-1);
     return {
@@ -84,6 +107,25 @@ export class JobsService {
           ? this.cursors.seal(principal.userId, [last.position.createdAt, last.position.id])
           : null,
     };
+  }
+
+  /** Images made per day over the last USAGE_DAYS days (UTC), by workflow, every day listed. */
+  async usage(principal: Principal, now = new Date()): Promise<UsageOutput> {
+    const dayMs = 86_400_000;
+    const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+    const dates = Array.from({ length: USAGE_DAYS }, (_, index) =>
+      new Date(today - (USAGE_DAYS - 1 - index) * dayMs).toISOString().slice(0, 10),
+    );
+    const rows = await this.store.doneByDay(principal.userId, dates[0] as string);
+    const zero = () => Object.fromEntries(JOB_WORKFLOWS.map((workflow) => [workflow, 0])) as Record<JobWorkflow, number>;
+    const days = new Map(dates.map((date) => [date, { date, total: 0, by_workflow: zero() }]));
+    for (const row of rows) {
+      const day = days.get(row.day);
+      if (!day) continue; // A job stamped after "now" (clock skew between hosts) waits for its day.
+      day.by_workflow[row.workflow] += row.count;
+      day.total += row.count;
+    }
+    return { workflows: [...JOB_WORKFLOWS], days: [...days.values()] };
   }
 
   private async listing(job: JobRow): Promise<JobListing> {

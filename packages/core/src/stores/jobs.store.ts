@@ -1,6 +1,7 @@
 import { type Kysely, type Selectable, sql, type Transaction } from "kysely";
 import type { Database, ImageFormat, JobTable, JobWorkflow } from "../db/schema";
 import type { JobFailure } from "../errors/job-failure-codes";
+import type { JobFilters } from "../schemas/jobs.schemas";
 import type { ProfilesStore } from "./profiles.store";
 import type { WebhookDeliveriesStore } from "./webhook-deliveries.store";
 
@@ -239,18 +240,41 @@ export class JobsStore {
    */
   async pageForUser(
     userId: string,
-    options: { limit: number; after?: JobPosition },
+    options: { limit: number; after?: JobPosition; filters?: JobFilters },
   ): Promise<Array<JobRow & { position: JobPosition }>> {
+    const filters = options.filters ?? {};
     let query = this.db
       .selectFrom("jobs")
       .selectAll()
       .select(sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`.as("position_created_at"))
       .where("user_id", "=", userId);
+    if (filters.status) query = query.where("status", "=", filters.status);
+    if (filters.workflow) query = query.where("workflow", "=", filters.workflow);
+    // Whole UTC days, both ends included: `to` is the start of the day after.
+    if (filters.from) query = query.where(sql<boolean>`created_at >= ${filters.from}::date at time zone 'UTC'`);
+    if (filters.to) query = query.where(sql<boolean>`created_at < (${filters.to}::date + 1) at time zone 'UTC'`);
     if (options.after) {
       query = query.where(sql<boolean>`(created_at, id) < (${options.after.createdAt}::timestamptz, ${options.after.id})`);
     }
     const rows = await query.orderBy("created_at", "desc").orderBy("id", "desc").limit(options.limit).execute();
     return rows.map(({ position_created_at, ...row }) => ({ ...row, position: { createdAt: position_created_at, id: row.id } }));
+  }
+
+  /**
+   * Images made (done jobs) per UTC day and workflow since the start of the
+   * day `sinceDay` (YYYY-MM-DD); days and workflows without any are absent.
+   */
+  async doneByDay(userId: string, sinceDay: string): Promise<Array<{ day: string; workflow: JobWorkflow; count: number }>> {
+    const day = sql<string>`to_char(created_at at time zone 'UTC', 'YYYY-MM-DD')`;
+    const rows = await this.db
+      .selectFrom("jobs")
+      .select([day.as("day"), "workflow", (eb) => eb.fn.countAll<string>().as("count")])
+      .where("user_id", "=", userId)
+      .where("status", "=", "done")
+      .where(sql<boolean>`created_at >= ${sinceDay}::date at time zone 'UTC'`)
+      .groupBy([day, "workflow"])
+      .execute();
+    return rows.map((row) => ({ day: row.day, workflow: row.workflow, count: Number(row.count) }));
   }
 
   /**

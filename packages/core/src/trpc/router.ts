@@ -1,10 +1,13 @@
 import { createKey } from "./procedures/create-key.procedure";
 import { getAccount } from "./procedures/get-account.procedure";
 import { getCapabilities } from "./procedures/get-capabilities.procedure";
+import { getPlaygroundJob } from "./procedures/get-playground-job.procedure";
+import { getPlaygroundResult } from "./procedures/get-playground-result.procedure";
 import { getProcessResult } from "./procedures/get-process-result.procedure";
 import { getProcessStatus } from "./procedures/get-process-status.procedure";
 import { getSelectionStatus } from "./procedures/get-selection-status.procedure";
 import { getSession } from "./procedures/get-session.procedure";
+import { getUsage } from "./procedures/get-usage.procedure";
 import { getWebhookSecret } from "./procedures/get-webhook-secret.procedure";
 import { listConnectedApps } from "./procedures/list-connected-apps.procedure";
 import { listJobs } from "./procedures/list-jobs.procedure";
@@ -20,6 +23,7 @@ import { signIn } from "./procedures/sign-in.procedure";
 import { signOut } from "./procedures/sign-out.procedure";
 import { signUp } from "./procedures/sign-up.procedure";
 import { startSelection } from "./procedures/start-selection.procedure";
+import { submitPlayground } from "./procedures/submit-playground.procedure";
 import { submitProcess } from "./procedures/submit-process.procedure";
 import { router } from "./trpc";
 
@@ -36,8 +40,10 @@ export const appRouter = router({
   }),
   account: router({ get: getAccount }),
   keys: router({ list: listKeys, create: createKey, revoke: revokeKey }),
-  jobs: router({ list: listJobs }),
+  jobs: router({ list: listJobs, usage: getUsage }),
   process: router({ submit: submitProcess, status: getProcessStatus, result: getProcessResult }),
+  // The dashboard's playground on the signed-in session (tRPC only: the REST operations above take a key).
+  playground: router({ submit: submitPlayground, job: getPlaygroundJob, result: getPlaygroundResult }),
   webhooks: router({ secret: getWebhookSecret, deliveries: listWebhookDeliveries }),
   service: router({ capabilities: getCapabilities }),
   connectedApps: router({ list: listConnectedApps, revoke: revokeConnectedApp }),

@@ -1,19 +1,57 @@
 import { useInfiniteQuery } from "@tanstack/react-query";
-import { Link } from "wouter";
+import { Link, useSearchParams } from "wouter";
 import { trpc } from "../api/trpc";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
 import { formatDate } from "../components/format";
 import { useTitle } from "../components/use-title";
+import { WORKFLOW_TITLES } from "../components/workflows";
 
 const PAGE_SIZE = 20;
 const STATUS_LABELS: Record<string, string> = { pending: "Running", done: "Done", error: "Failed" };
 
+type StatusFilter = "pending" | "done" | "error";
+type WorkflowFilter = "background_removal" | "object_removal" | "generative_edit";
+const DAY = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * The filters live in the URL (`?status=error&workflow=…&from=…&to=…`), so a
+ * filtered list can be bookmarked, shared and reloaded; the service filters,
+ * so every page of the list is filtered. Values the page does not know are
+ * ignored rather than sent.
+ */
+function useJobFilters() {
+  const [params, setParams] = useSearchParams();
+  const status = params.get("status");
+  const workflow = params.get("workflow");
+  const from = params.get("from");
+  const to = params.get("to");
+  const filters = {
+    ...(status && status in STATUS_LABELS ? { status: status as StatusFilter } : {}),
+    ...(workflow && workflow in WORKFLOW_TITLES ? { workflow: workflow as WorkflowFilter } : {}),
+    ...(from && DAY.test(from) ? { from } : {}),
+    ...(to && DAY.test(to) && !(from && DAY.test(from) && to < from) ? { to } : {}),
+  };
+  const set = (name: "status" | "workflow" | "from" | "to", value: string) =>
+    setParams(
+      (previous) => {
+        const next = new URLSearchParams(previous);
+        if (value) next.set(name, value);
+        else next.delete(name);
+        return next;
+      },
+      { replace: true },
+    );
+  return { filters, set, clear: () => setParams(new URLSearchParams(), { replace: true }) };
+}
+
 export function JobsPage() {
   useTitle("Jobs");
+  const { filters, set, clear } = useJobFilters();
+  const filtered = Object.keys(filters).length > 0;
   const jobs = useInfiniteQuery(
     trpc.jobs.list.infiniteQueryOptions(
-      { limit: PAGE_SIZE },
+      { limit: PAGE_SIZE, ...filters },
       {
         getNextPageParam: (page) => page.next_cursor ?? undefined,
         // Running jobs settle on their own: look again while any is pending.
@@ -26,10 +64,51 @@ export function JobsPage() {
   return (
     <DashboardLayout>
       <h1>Jobs</h1>
-      <p className="muted">Your edits, newest first. Results are kept for a day; download the ones you want to keep.</p>
+      <p className="muted">
+        Your edits, newest first. Results are kept for a day; download the ones you want to keep. Days are in UTC.
+      </p>
+      {/* Labels beside their fields, not around them: a select's options would join its name. */}
+      <form className="filters" aria-label="Filter the jobs" onSubmit={(event) => event.preventDefault()}>
+        <div className="filter">
+          <label htmlFor="filter-status">Status</label>
+          <select id="filter-status" value={filters.status ?? ""} onChange={(event) => set("status", event.target.value)}>
+            <option value="">Any status</option>
+            {Object.entries(STATUS_LABELS).map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="filter">
+          <label htmlFor="filter-workflow">Workflow</label>
+          <select id="filter-workflow" value={filters.workflow ?? ""} onChange={(event) => set("workflow", event.target.value)}>
+            <option value="">Any workflow</option>
+            {Object.entries(WORKFLOW_TITLES).map(([value, label]) => (
+              <option key={value} value={value}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div className="filter">
+          <label htmlFor="filter-from">From</label>
+          <input id="filter-from" type="date" value={filters.from ?? ""} onChange={(event) => set("from", event.target.value)} />
+        </div>
+        <div className="filter">
+          <label htmlFor="filter-to">To</label>
+          <input id="filter-to" type="date" value={filters.to ?? ""} onChange={(event) => set("to", event.target.value)} />
+        </div>
+        {filtered ? (
+          <button type="button" className="button-quiet button-small" onClick={clear}>
+            Clear the filters
+          </button>
+        ) : null}
+      </form>
       <ErrorNote error={jobs.error} prefix="Your jobs could not be loaded:" />
       {jobs.isPending ? <p className="loading">Loading your jobs…</p> : null}
-      {jobs.isSuccess && rows.length === 0 ? (
+      {jobs.isSuccess && rows.length === 0 && filtered ? <p>No jobs match these filters.</p> : null}
+      {jobs.isSuccess && rows.length === 0 && !filtered ? (
         <p>
           No jobs yet. <Link href="/dashboard/playground">Run your first edit</Link>.
         </p>

@@ -1,9 +1,10 @@
 import { useQuery } from "@tanstack/react-query";
 import { Link } from "wouter";
 import { trpc } from "../api/trpc";
+import { exampleAfter, exampleBefore, LANDING_EXAMPLES } from "../components/landing-examples";
 import { PublicLayout } from "../components/public-layout";
 import { useTitle } from "../components/use-title";
-import { workflowTitle } from "../components/workflows";
+import { WORKFLOW_BLURBS, workflowTitle } from "../components/workflows";
 
 export function LandingPage() {
   useTitle("Edit images with a sentence");
@@ -36,6 +37,31 @@ export function LandingPage() {
         </div>
         <p className="muted">New accounts start with 10 free credits.</p>
       </section>
+      <section aria-labelledby="examples-title">
+        <h2 id="examples-title">Made by this service</h2>
+        <ul className="examples-grid">
+          {LANDING_EXAMPLES.map((example) => (
+            <li key={example.id}>
+              <figure className="example">
+                <div className="example-pair">
+                  <img src={exampleBefore(example)} alt={`Before: ${example.subject}`} width={480} height={320} />
+                  <div className={example.format === "png" ? "checkerboard" : undefined}>
+                    <img
+                      src={exampleAfter(example)}
+                      alt={`After “${example.prompt}”: ${example.subject}${example.format === "png" ? ", cut out" : ""}`}
+                      width={480}
+                      height={320}
+                    />
+                  </div>
+                </div>
+                <figcaption>
+                  “{example.prompt}” <span className="muted">{example.credit}; resized and edited by this service</span>
+                </figcaption>
+              </figure>
+            </li>
+          ))}
+        </ul>
+      </section>
       {capabilities.data ? (
         <section aria-labelledby="what-it-does">
           <h2 id="what-it-does">What you can ask for</h2>
@@ -43,9 +69,11 @@ export function LandingPage() {
             {capabilities.data.workflows.map((workflow) => (
               <li key={workflow.name} className="card">
                 <h3>{workflowTitle(workflow.name)}</h3>
-                <p>{workflow.description}</p>
+                <p>{WORKFLOW_BLURBS[workflow.name] ?? workflowTitle(workflow.name)}</p>
                 <p className="muted">
                   {workflow.examples
+                    // Examples that explain themselves: "remove this (with a mask)" needs the playground's brush.
+                    .filter((example) => !example.includes("("))
                     .slice(0, 3)
                     .map((example) => `“${example}”`)
                     .join(" · ")}

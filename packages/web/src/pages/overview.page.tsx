@@ -1,10 +1,14 @@
 import { useMutation, useQuery } from "@tanstack/react-query";
+import { lazy, Suspense } from "react";
 import { Link } from "wouter";
 import { trpc } from "../api/trpc";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
 import { plural } from "../components/format";
 import { useTitle } from "../components/use-title";
+
+/** The chart library is most of the chart's weight: loaded with the overview, not with every page. */
+const UsageChart = lazy(() => import("../components/usage-chart").then((module) => ({ default: module.UsageChart })));
 
 export function OverviewPage() {
   useTitle("Overview");
@@ -67,6 +71,12 @@ export function OverviewPage() {
           </p>
         </>
       ) : null}
+      <section aria-labelledby="usage-title">
+        <h2 id="usage-title">Usage</h2>
+        <Suspense fallback={<p className="loading">Loading your usage…</p>}>
+          <UsageChart />
+        </Suspense>
+      </section>
       <section aria-labelledby="next-steps">
         <h2 id="next-steps">Next steps</h2>
         <ul className="links">

@@ -1,20 +1,43 @@
-import { type EditOptions, JobFailedError, type OutputFormat } from "@retouch/sdk";
+import { imageToBase64, JobFailedError, type OutputFormat } from "@retouch/sdk";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import type { inferRouterInputs } from "@trpc/server";
 import { type DragEvent, type FormEvent, useEffect, useRef, useState } from "react";
-import { newIdempotencyKey, retouchWithKey, useBrowserKey } from "../api/browser-key";
-import { trpc } from "../api/trpc";
+import { refusalMessage } from "../api/refusal-messages";
+import type { AppRouter } from "../api/router";
+import { trpc, trpcClient } from "../api/trpc";
 import { BeforeAfter } from "../components/before-after";
 import { SelectionOverlay, useClickSelection } from "../components/click-selector";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
 import { formatDuration } from "../components/format";
-import { KeyPicker } from "../components/key-picker";
 import { MaskPainter, type MaskPainterHandle } from "../components/mask-painter";
 import { useTitle } from "../components/use-title";
 
 const ACCEPTED = ["image/jpeg", "image/png", "image/webp"];
 /** What "Remove the selection" submits: with a mask, the router reads it as "remove what the mask marks". */
 const REMOVE_SELECTION = "remove the selection";
+/** Offered first whenever the server removes backgrounds: the plainest thing to try. */
+const REMOVE_BACKGROUND = "remove the background";
+const POLL_FIRST_MS = 1000;
+const POLL_MS = 2000;
+
+type PlaygroundInput = inferRouterInputs<AppRouter>["playground"]["submit"];
+
+/** One status check after a pause; the pause ends early (rejecting) when the edit is abandoned. */
+async function pollJob(jobId: string, delayMs: number, signal: AbortSignal) {
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, delayMs);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+  return trpcClient.playground.job.query({ job_id: jobId }, { signal });
+}
 
 interface Picture {
   file: File;
@@ -50,7 +73,6 @@ function loadPicture(file: File): Promise<Picture> {
 export function PlaygroundPage() {
   useTitle("Playground");
   const queryClient = useQueryClient();
-  const browserKey = useBrowserKey();
   const capabilities = useQuery(trpc.service.capabilities.queryOptions(undefined, { staleTime: 300_000 }));
   const selectionStatus = useQuery(trpc.selection.status.queryOptions(undefined, { staleTime: 300_000 }));
   const canSelect = selectionStatus.data?.available === true;
@@ -96,38 +118,36 @@ export function PlaygroundPage() {
 
   const run = useMutation({
     mutationFn: async (asked: string | undefined): Promise<Outcome> => {
-      if (!picture || !browserKey) throw new Error("Choose a picture and a key first.");
+      if (!picture) throw new Error("Choose a picture first.");
       abort.current?.abort();
       const controller = new AbortController();
       abort.current = controller;
-      const retouch = retouchWithKey(browserKey.key);
-      const options: EditOptions = {};
-      if (format) options.format = format;
-      if (format !== "png") options.quality = quality;
+      const signal = controller.signal;
+      const input: PlaygroundInput = { image: await imageToBase64(picture.file, fetch, signal), prompt: asked ?? prompt };
+      if (format) input.format = format;
+      if (format !== "png") input.quality = quality;
       if (selecting) {
         // The selection is the job's mask, as a painted one is (the service resizes it to the picture).
         const mask = selection.toPng();
         if (!mask) throw new Error("Click the object to select it first, or turn off “Select by clicking”.");
-        options.mask = mask;
+        input.mask = await imageToBase64(mask, fetch, signal);
       } else if (masking) {
         const mask = await painter.current?.toPng();
-        if (mask) options.mask = mask;
+        if (mask) input.mask = await imageToBase64(mask, fetch, signal);
       }
-      const submission = await retouch.submit(picture.file, asked ?? prompt, {
-        ...options,
-        idempotencyKey: newIdempotencyKey(),
-        signal: controller.signal,
-      });
-      setProgress({ jobId: submission.job_id, creditsRemaining: submission.credits_remaining });
+      // The signed-in session, no API key: the service checks that the request comes from its own pages.
+      const submission = await trpcClient.playground.submit.mutate(input, { signal });
+      const jobId = submission.job_id;
+      setProgress({ jobId, creditsRemaining: submission.credits_remaining });
       void refreshAccount();
-      // The SDK's own loop, at the pace the service asks for (2 to 5 s between checks).
-      const status = await retouch.waitForJob(submission.job_id, { intervalMs: 2000, signal: controller.signal });
+      // At the pace the service asks of any client (2 to 5 s between checks), a little sooner for the first.
+      let status = await pollJob(jobId, POLL_FIRST_MS, signal);
+      while (status.status === "pending") status = await pollJob(jobId, POLL_MS, signal);
       // A failed job's credit is back: the balance after the refund.
-      if (status.credits_remaining !== undefined) {
-        setProgress({ jobId: submission.job_id, creditsRemaining: status.credits_remaining });
-      }
-      const result = await retouch.result(submission.job_id, controller.signal);
-      if (!result) throw new Error(`Job ${submission.job_id} is still running (${status.status}).`);
+      if (status.credits_remaining !== undefined) setProgress({ jobId, creditsRemaining: status.credits_remaining });
+      if (status.status === "error") throw JobFailedError.fromStatus(jobId, status);
+      const result = await trpcClient.playground.result.query({ job_id: jobId }, { signal });
+      if ("status" in result) throw new Error(`Job ${jobId} is still running.`);
       return {
         jobId: result.job_id,
         url: result.url,
@@ -157,8 +177,14 @@ export function PlaygroundPage() {
     void choose(event.dataTransfer.files[0]);
   };
 
+  const removesBackgrounds = capabilities.data?.workflows.some((workflow) => workflow.name === "background_removal") ?? false;
   const examples = capabilities.data
-    ? [...new Set(capabilities.data.instructions.flatMap((instruction) => instruction.examples.slice(0, 1)))].slice(0, 8)
+    ? [
+        ...new Set([
+          ...(removesBackgrounds ? [REMOVE_BACKGROUND] : []),
+          ...capabilities.data.instructions.flatMap((instruction) => instruction.examples.slice(0, 1)),
+        ]),
+      ].slice(0, 8)
     : [];
   const limits = capabilities.data?.limits;
   const failure = run.error instanceof JobFailedError ? run.error : undefined;
@@ -204,7 +230,7 @@ export function PlaygroundPage() {
   return (
     <DashboardLayout>
       <h1>Playground</h1>
-      <KeyPicker browserKey={browserKey} purpose="Edits here run" />
+      <p className="muted">Edits here run on your account, one credit each, refunded if an edit fails.</p>
       <div className="playground">
         <form className="playground-controls" onSubmit={submit}>
           {/* biome-ignore lint/a11y/noStaticElementInteractions: a drop target for the pointer; the file input inside it is the way in for everyone else */}
@@ -379,7 +405,7 @@ export function PlaygroundPage() {
                   <ErrorNote error={selection.error} prefix="The selection did not work:" />
                   <button
                     type="button"
-                    disabled={!selection.selected || !browserKey || run.isPending || selection.busy !== undefined}
+                    disabled={!selection.selected || run.isPending || selection.busy !== undefined}
                     onClick={removeSelection}
                   >
                     Remove the selection
@@ -409,7 +435,7 @@ export function PlaygroundPage() {
           ) : null}
 
           <div className="actions">
-            <button type="submit" disabled={!picture || !browserKey || !prompt.trim() || run.isPending}>
+            <button type="submit" disabled={!picture || !prompt.trim() || run.isPending}>
               Run edit
             </button>
             {outcome ? (
@@ -436,9 +462,11 @@ export function PlaygroundPage() {
             <p className="note note-error" role="alert">
               {failure.message}
             </p>
-          ) : (
-            <ErrorNote error={run.error} prefix="The edit did not run:" />
-          )}
+          ) : run.error ? (
+            <p className="note note-error" role="alert">
+              {refusalMessage(run.error)}
+            </p>
+          ) : null}
         </form>
         <div className="playground-preview">{preview}</div>
       </div>
