@@ -308,6 +308,27 @@ describe("checkout refusals", () => {
   });
 });
 
+describe("discovery", () => {
+  it("documents the billing operations in OpenAPI with their own error responses", async () => {
+    const document = (await request(app.url, "GET", "/openapi.json")).body;
+    const examples = (
+      operation: { responses: Record<string, { content: Record<string, { examples: object }> }> },
+      status: string,
+    ) => Object.keys(operation.responses[status]?.content["application/json"]?.examples ?? {}).sort();
+    const state = document.paths["/api/billing"].get;
+    const checkout = document.paths["/api/billing/checkout"].post;
+    const portal = document.paths["/api/billing/portal"].post;
+    expect(examples(state, "409")).toEqual(["payments_not_configured"]);
+    expect(examples(checkout, "409")).toEqual(["already_subscribed", "payments_not_configured"]);
+    expect(examples(checkout, "400")).toContain("invalid_request");
+    expect(examples(checkout, "502")).toEqual(["upstream_error"]);
+    expect(examples(portal, "409")).toEqual(["payments_not_configured"]);
+    for (const operation of [state, checkout, portal]) expect(operation.responses["401"]).toBeDefined();
+    expect(checkout.requestBody.content["application/json"].schema.properties).toHaveProperty("credits");
+    expect(state.responses["200"].content["application/json"].schema.properties).toHaveProperty("purchases");
+  });
+});
+
 describe("RETOUCH_PAYMENTS=none", () => {
   let plain: TestApp;
   beforeAll(async () => {
