@@ -285,6 +285,24 @@ describe("checkout refusals", () => {
     expect((await request(app.url, "GET", "/api/billing")).status).toBe(401);
   });
 
+  it("a plan an operator set has no allowance; an event about a customer of another app is acknowledged and ignored", async () => {
+    const granted = await keyedAccount(app, { plan: "starter" });
+    expect((await request(app.url, "GET", "/api/billing", { key: granted.key })).body).toMatchObject({
+      plan: "starter",
+      subscription: null,
+      allowance: null,
+    });
+    const foreign = stripe.subscription({
+      id: "sub_test_foreign",
+      customer: "cus_test_foreign",
+      priceId: "price_starter",
+      periodStart: 1,
+      periodEnd: 2,
+    });
+    expect((await deliver(stripe.event("customer.subscription.created", foreign))).status).toBe(200);
+    expect(await app.services.stores.billing.subscriptionOf(granted.userId)).toBeUndefined();
+  });
+
   it("opens the customer portal", async () => {
     const response = await request(app.url, "POST", "/api/billing/portal", { key: account.key, body: {} });
     expect(response.status, response.text).toBe(200);

@@ -92,7 +92,10 @@ export class StripePayments implements PaymentsPort {
     const prices = new Map<string, PriceInfo>();
     await Promise.all(
       priceIds.map(async (priceId) => {
-        const price = await this.stripe.prices.retrieve(priceId).catch(() => undefined);
+        // Prices only decorate GET /api/billing: a slow Stripe must not hold that page up (no retry, 5 s).
+        const price = await this.stripe.prices
+          .retrieve(priceId, {}, { timeout: 5_000, maxNetworkRetries: 0 })
+          .catch(() => undefined);
         if (price) {
           prices.set(priceId, {
             amount: price.unit_amount,

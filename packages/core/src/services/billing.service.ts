@@ -1,4 +1,4 @@
-import type { Config, PaidPlanName } from "../config/env";
+import { type Config, isPaidPlanName, type PaidPlanName } from "../config/env";
 import { PLAN_LIMITS, type PlanName } from "../config/plans";
 import { RetouchError } from "../errors/retouch-error";
 import type { Logger } from "../lib/logger";
@@ -9,7 +9,7 @@ import {
   type PriceInfo,
   WebhookSignatureError,
 } from "../payments/payments.port";
-import type { BillingStore } from "../stores/billing.store";
+import { type BillingStore, LIVE_SUBSCRIPTION_STATUSES } from "../stores/billing.store";
 import type { Principal } from "./principal";
 import type { ProfilesService } from "./profiles.service";
 
@@ -68,7 +68,13 @@ export class BillingService {
         : null,
       credits_remaining: profile.credits,
       limits: limitsOf(plan),
-      allowance: plan === "free" ? null : { monthly: settings.planMonthlyCredits[plan], remaining: allowanceLeft },
+      // Only a live subscription has an allowance (a plan an operator set grants none).
+      allowance:
+        subscription &&
+        (LIVE_SUBSCRIPTION_STATUSES as readonly string[]).includes(subscription.status) &&
+        isPaidPlanName(subscription.plan)
+          ? { monthly: settings.planMonthlyCredits[subscription.plan], remaining: allowanceLeft }
+          : null,
       packs: settings.creditPacks.map((pack) => {
         const { amount, currency } = priceOf(pack.priceId);
         return { credits: pack.credits, amount, currency };
@@ -114,7 +120,7 @@ export class BillingService {
         );
       }
       const subscription = await this.deps.store.subscriptionOf(principal.userId);
-      if (subscription && ["active", "trialing", "past_due"].includes(subscription.status)) {
+      if (subscription && (LIVE_SUBSCRIPTION_STATUSES as readonly string[]).includes(subscription.status)) {
         throw new RetouchError(
           "already_subscribed",
           `This account already has the ${subscription.plan} plan; change or cancel it in the customer portal (POST /api/billing/portal, or the billing page).`,
