@@ -188,6 +188,39 @@ describe("a plan", () => {
     ]);
   });
 
+  it("an upgrade in the portal changes the limits at once and tops the allowance up to the new plan's, once", async () => {
+    const who = await keyedAccount(app);
+    const sub = await subscribe(who, "starter");
+    await spend(who.userId, 400);
+    const upgraded = stripe.subscription({
+      id: sub.subscription,
+      customer: sub.customer,
+      priceId: "price_core",
+      periodStart: sub.periodStart,
+      periodEnd: sub.periodEnd,
+      // The checkout's metadata still says starter: the price decides.
+      metadata: { plan: "starter" },
+    });
+    await deliver(stripe.event("customer.subscription.updated", upgraded, { created: sub.periodStart + DAY }));
+    expect(await account(who)).toMatchObject({ plan: "core", limits: { per_minute: 40, concurrent: 25 } });
+    const proration = stripe.event(
+      "invoice.paid",
+      stripe.invoice({
+        customer: sub.customer,
+        subscription: sub.subscription,
+        priceId: "price_core",
+        billingReason: "subscription_update",
+        periodStart: sub.periodStart + DAY,
+        periodEnd: sub.periodEnd,
+      }),
+      { created: sub.periodStart + DAY },
+    );
+    await Promise.all([deliver(proration), deliver(proration)]);
+    // 1010 - 400 = 610, plus core's 5000 less starter's 1000 already granted this period.
+    expect(await balanceOf(who.userId)).toBe(4610);
+    expect((await billing(who)).allowance).toEqual({ monthly: 5000, remaining: 4600 });
+  });
+
   it("a failed renewal keeps the plan while Stripe retries; unpaid (Stripe gave up) returns to free", async () => {
     const who = await keyedAccount(app);
     const sub = await subscribe(who, "starter");
