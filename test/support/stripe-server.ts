@@ -40,6 +40,8 @@ export class StripeLoopback {
   readonly customers = new Map<string, Record<string, unknown>>();
   readonly sessions = new Map<string, Record<string, unknown>>();
   private readonly idempotent = new Map<string, string>();
+  /** The payment intent that paid each invoice built here (Stripe's invoice_payments). */
+  private readonly invoicePayments = new Map<string, { invoice: string; amount: number; currency: string }>();
   private readonly prices = new Map<string, LoopbackPrice>();
   private server: Server | undefined;
   /** The SDK, only for its webhook helpers (signing); it makes no request. */
@@ -55,8 +57,11 @@ export class StripeLoopback {
       const chunks: Buffer[] = [];
       req.on("data", (chunk: Buffer) => chunks.push(chunk));
       req.on("end", () => {
-        const form = Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString("utf8")));
         const url = new URL(req.url ?? "/", "http://stripe.invalid");
+        // The SDK sends a GET's parameters in the query, a POST's in the form body.
+        const form = Object.fromEntries(
+          req.method === "GET" ? url.searchParams : new URLSearchParams(Buffer.concat(chunks).toString("utf8")),
+        );
         const call: StripeCall = { method: req.method ?? "GET", path: url.pathname, headers: req.headers, form };
         this.calls.push(call);
         const [status, body] = this.answer(call);
@@ -171,6 +176,29 @@ export class StripeLoopback {
         },
       ];
     }
+    if (call.method === "GET" && call.path === "/v1/invoice_payments") {
+      const paymentIntent = call.form["payment[payment_intent]"] ?? "";
+      const paid = this.invoicePayments.get(paymentIntent);
+      const data = paid
+        ? [
+            {
+              id: id("inpay"),
+              object: "invoice_payment",
+              amount_paid: paid.amount,
+              amount_requested: paid.amount,
+              created: now(),
+              currency: paid.currency,
+              invoice: paid.invoice,
+              is_default: true,
+              livemode: false,
+              payment: { type: "payment_intent", payment_intent: paymentIntent },
+              status: "paid",
+              status_transitions: { canceled_at: null, paid_at: now() },
+            },
+          ]
+        : [];
+      return [200, { object: "list", data, has_more: false, url: "/v1/invoice_payments" }];
+    }
     const priceMatch = /^\/v1\/prices\/([^/]+)$/.exec(call.path);
     if (call.method === "GET" && priceMatch) {
       const price = this.prices.get(decodeURIComponent(priceMatch[1] as string));
@@ -268,6 +296,7 @@ export class StripeLoopback {
     const price = this.prices.get(input.priceId);
     if (!price) throw new Error(`no price ${input.priceId}`);
     const invoiceId = id("in");
+    this.invoicePayments.set(id("pi"), { invoice: invoiceId, amount: price.unitAmount, currency: price.currency });
     return {
       id: invoiceId,
       object: "invoice",
@@ -325,6 +354,12 @@ export class StripeLoopback {
       livemode: false,
       metadata: {},
     };
+  }
+
+  /** The payment intent that paid an invoice built here (not in the invoice event, as with Stripe by default). */
+  paymentIntentOfInvoice(invoiceId: string): string {
+    for (const [paymentIntent, paid] of this.invoicePayments) if (paid.invoice === invoiceId) return paymentIntent;
+    throw new Error(`no payment for ${invoiceId}`);
   }
 
   charge(input: { paymentIntent: string; customer: string; amount: number; amountRefunded: number }): Record<string, unknown> {

@@ -55,6 +55,8 @@ interface Subscribed {
   subscription: string;
   periodStart: number;
   periodEnd: number;
+  /** The first period's invoice. */
+  invoice: string;
 }
 
 /** Checkout for a plan, paid, then the events Stripe sends for a new subscription, in its usual order. */
@@ -75,21 +77,16 @@ async function subscribe(who: KeyedAccount, plan: "starter" | "core"): Promise<S
   const state = stripe.subscription({ id: subscription, customer, priceId: `price_${plan}`, periodStart, periodEnd });
   await deliver(stripe.event("checkout.session.completed", session, { created: periodStart }));
   await deliver(stripe.event("customer.subscription.created", state, { created: periodStart }));
-  await deliver(
-    stripe.event(
-      "invoice.paid",
-      stripe.invoice({
-        customer,
-        subscription,
-        priceId: `price_${plan}`,
-        billingReason: "subscription_create",
-        periodStart,
-        periodEnd,
-      }),
-      { created: periodStart },
-    ),
-  );
-  return { customer, subscription, periodStart, periodEnd };
+  const invoice = stripe.invoice({
+    customer,
+    subscription,
+    priceId: `price_${plan}`,
+    billingReason: "subscription_create",
+    periodStart,
+    periodEnd,
+  });
+  await deliver(stripe.event("invoice.paid", invoice, { created: periodStart }));
+  return { customer, subscription, periodStart, periodEnd, invoice: invoice.id as string };
 }
 
 describe("a plan", () => {
@@ -219,6 +216,46 @@ describe("a plan", () => {
     // 1010 - 400 = 610, plus core's 5000 less starter's 1000 already granted this period.
     expect(await balanceOf(who.userId)).toBe(4610);
     expect((await billing(who)).allowance).toEqual({ monthly: 5000, remaining: 4600 });
+  });
+
+  it("a pack's refund takes only what is left of the pack, never the allowance; a plan period's, what is left of its allowance", async () => {
+    const who = await keyedAccount(app);
+    // A pack bought and partly spent before subscribing.
+    const pack = await request(app.url, "POST", "/api/billing/checkout", { key: who.key, body: { credits: 100 } });
+    const packSession = stripe.completeSession(stripe.sessionOfUrl(pack.body.url));
+    await deliver(stripe.event("checkout.session.completed", packSession));
+    await spend(who.userId, 50);
+    const sub = await subscribe(who, "starter");
+    await spend(who.userId, 300);
+    // 10 signed up + 100 bought - 50 spent, + 1000 allowance - 300 spent from it.
+    expect(await balanceOf(who.userId)).toBe(760);
+
+    // The pack refunded: 60 are left beside the allowance; the allowance's 700 are not the pack's to give back.
+    const packCharge = stripe.charge({
+      paymentIntent: packSession.payment_intent as string,
+      customer: sub.customer,
+      amount: 900,
+      amountRefunded: 900,
+    });
+    await deliver(stripe.event("charge.refunded", packCharge));
+    expect(await balanceOf(who.userId)).toBe(700);
+    expect((await billing(who)).allowance).toEqual({ monthly: 1000, remaining: 700 });
+
+    // The period's invoice refunded: the event names only the payment; the service asks Stripe which invoice it paid.
+    const before = stripe.calls.length;
+    const periodCharge = stripe.charge({
+      paymentIntent: stripe.paymentIntentOfInvoice(sub.invoice),
+      customer: sub.customer,
+      amount: 1900,
+      amountRefunded: 1900,
+    });
+    const refunded = stripe.event("charge.refunded", periodCharge);
+    await Promise.all([deliver(refunded), deliver(refunded)]);
+    expect(stripe.calls.slice(before).map((call) => call.path)).toContain("/v1/invoice_payments");
+    expect(await balanceOf(who.userId)).toBe(0);
+    expect((await billing(who)).allowance).toEqual({ monthly: 1000, remaining: 0 });
+    const clawed = (await app.services.stores.profiles.ledger(who.userId)).filter((row) => row.reason === "refund_clawback");
+    expect(clawed.map((row) => row.delta)).toEqual([-60, -700]);
   });
 
   it("a failed renewal keeps the plan while Stripe retries; unpaid (Stripe gave up) returns to free", async () => {

@@ -234,6 +234,7 @@ export interface BillingPurchaseTable {
   credits_clawed_back: ColumnType<number, number | undefined, number>;
   amount_refunded: ColumnType<number, number | undefined, number>;
   disputed: ColumnType<boolean, boolean | undefined, boolean>;
+  period_end: Date | null;
   created_at: CreatedAt;
 }
 

@@ -13,6 +13,8 @@ export interface PaymentsPort {
   createCheckout(input: CheckoutInput): Promise<{ url: string; sessionId: string }>;
   /** A hosted page where the customer changes card or plan, cancels, and reads invoices. */
   createPortal(input: { customerId: string; returnUrl: string }): Promise<{ url: string }>;
+  /** The invoice a payment paid, if it paid one (a plan period's refund or dispute names only the payment). */
+  invoiceOfPayment(paymentIntentId: string): Promise<string | undefined>;
   /** The price of each given price id, as the provider has it; a price it cannot read is left out. */
   readPrices(priceIds: string[]): Promise<Map<string, PriceInfo>>;
   /**

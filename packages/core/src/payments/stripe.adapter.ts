@@ -88,6 +88,13 @@ export class StripePayments implements PaymentsPort {
     return { url: session.url };
   }
 
+  async invoiceOfPayment(paymentIntentId: string): Promise<string | undefined> {
+    const page = await this.call("find the invoice of a payment", () =>
+      this.stripe.invoicePayments.list({ payment: { type: "payment_intent", payment_intent: paymentIntentId }, limit: 1 }),
+    );
+    return idOf(page.data[0]?.invoice as string | { id: string } | undefined);
+  }
+
   async readPrices(priceIds: string[]): Promise<Map<string, PriceInfo>> {
     const prices = new Map<string, PriceInfo>();
     await Promise.all(

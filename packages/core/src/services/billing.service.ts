@@ -301,6 +301,7 @@ export class BillingService {
           amount: event.amount,
           currency: event.currency,
           paymentIntentId: event.paymentIntentId,
+          periodEnd: event.periodEnd,
         });
         log.info({ eventId: event.id, userId, plan: paidPlan, mode, ...result, applied: !!result }, "plan allowance");
         return;
@@ -314,6 +315,7 @@ export class BillingService {
         return;
       case "charge_refunded": {
         if (!event.paymentIntentId || event.amount <= 0) return this.unknown(event, event.customerId);
+        await this.findInvoiceOf(event.paymentIntentId);
         const result = await this.deps.store.clawBack({
           paymentIntentId: event.paymentIntentId,
           reason: "refund_clawback",
@@ -327,6 +329,7 @@ export class BillingService {
       }
       case "dispute_opened": {
         if (!event.paymentIntentId) return this.unknown(event, undefined);
+        await this.findInvoiceOf(event.paymentIntentId);
         const result = await this.deps.store.clawBack({
           paymentIntentId: event.paymentIntentId,
           reason: "dispute_clawback",
@@ -341,6 +344,18 @@ export class BillingService {
         log.debug({ eventId: event.id, type: event.providerType }, "Stripe event not used");
         return;
     }
+  }
+
+  /**
+   * A pack's payment intent is known from its checkout; a plan period's is
+   * not in Stripe's invoice events by default: for a payment no purchase
+   * names, ask Stripe which invoice it paid and link it.
+   */
+  private async findInvoiceOf(paymentIntentId: string): Promise<void> {
+    if (await this.deps.store.hasPaymentIntent(paymentIntentId)) return;
+    const payments = await this.configured().port();
+    const invoiceId = await this.upstream(() => payments.invoiceOfPayment(paymentIntentId));
+    if (invoiceId) await this.deps.store.linkPaymentIntent(invoiceId, paymentIntentId);
   }
 
   private unknown(event: PaymentEvent, customerId: string | undefined): void {

@@ -166,6 +166,7 @@ export class BillingStore {
           currency: input.currency,
           stripe_ref: input.sessionId,
           stripe_payment_intent: input.paymentIntentId ?? null,
+          period_end: null,
         })
         .onConflict((conflict) => conflict.doNothing())
         .returning("id")
@@ -247,6 +248,7 @@ export class BillingStore {
     amount: number;
     currency: string;
     paymentIntentId: string | undefined;
+    periodEnd: Date | undefined;
   }): Promise<{ granted: number; expired: number } | undefined> {
     return this.db.transaction().execute(async (trx) => {
       const balance = await this.lockProfile(trx, input.userId);
@@ -262,6 +264,7 @@ export class BillingStore {
           currency: input.currency,
           stripe_ref: input.invoiceId,
           stripe_payment_intent: input.paymentIntentId ?? null,
+          period_end: input.periodEnd ?? null,
         })
         .onConflict((conflict) => conflict.doNothing())
         .returning("id")
@@ -301,12 +304,36 @@ export class BillingStore {
     });
   }
 
+  /** Whether a purchase was paid with this payment intent. */
+  async hasPaymentIntent(paymentIntentId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom("billing_purchases")
+      .select("id")
+      .where("stripe_payment_intent", "=", paymentIntentId)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Records the payment intent that paid a plan's invoice (Stripe's invoice events do not always carry it). */
+  async linkPaymentIntent(invoiceId: string, paymentIntentId: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable("billing_purchases")
+      .set({ stripe_payment_intent: paymentIntentId })
+      .where("stripe_ref", "=", invoiceId)
+      .where("stripe_payment_intent", "is", null)
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
   /**
    * Takes back a refunded or disputed purchase's credits, what is unspent of
    * them: `owed` credits in all (for a refund, the refunded share of the
-   * purchase) less what earlier claw-backs took, never more than the balance
-   * (the balance never goes negative; spent credits are not taken back).
-   * Once per `ref` (the refund's charge and cumulative amount, the dispute).
+   * purchase) less what earlier claw-backs took. Unspent means: of a plan
+   * period, what is left of its allowance while the period lasts (none after);
+   * of a pack, what the balance holds beside the allowance (jobs spend the
+   * allowance first). The balance never goes negative; spent credits are not
+   * taken back. Once per `ref` (the refund's charge and cumulative amount, the
+   * dispute).
    */
   async clawBack(input: {
     paymentIntentId: string;
@@ -328,14 +355,17 @@ export class BillingStore {
       if (balance === undefined) return undefined;
       const purchase = await trx
         .selectFrom("billing_purchases")
-        .select(["credits", "credits_clawed_back"])
+        .select(["kind", "credits", "credits_clawed_back", "period_end"])
         .where("id", "=", found.id)
         .forUpdate()
         .executeTakeFirstOrThrow();
       if (await this.granted(trx, input.ref, input.reason)) return { userId: found.user_id, taken: 0, forgiven: 0 };
       const owed = Math.min(purchase.credits, Math.round(purchase.credits * Math.min(1, Math.max(0, input.share))));
       const due = Math.max(0, owed - purchase.credits_clawed_back);
-      const taken = Math.min(due, balance);
+      const allowanceLeft = await this.allowanceLeftIn(trx, found.user_id, balance);
+      const current = purchase.period_end !== null && purchase.period_end.getTime() > Date.now();
+      const unspent = purchase.kind === "plan" ? (current ? allowanceLeft : 0) : balance - allowanceLeft;
+      const taken = Math.max(0, Math.min(due, unspent, balance));
       if (taken > 0) {
         await this.profiles.changeCredits(trx, {
           userId: found.user_id,
@@ -343,6 +373,11 @@ export class BillingStore {
           reason: input.reason,
           stripeRef: input.ref,
         });
+        if (purchase.kind === "plan") {
+          // What was taken back is no longer allowance to spend.
+          const allowance = await this.allowanceRow(trx, found.user_id);
+          await this.saveAllowance(trx, found.user_id, { ...allowance, credits: Math.max(0, allowance.credits - taken) });
+        }
       }
       await trx
         .updateTable("billing_purchases")

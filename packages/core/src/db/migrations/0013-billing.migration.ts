@@ -55,6 +55,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       credits_clawed_back integer not null default 0 check (credits_clawed_back >= 0),
       amount_refunded integer not null default 0,
       disputed boolean not null default false,
+      -- A plan period's end: its allowance can be taken back (refund, dispute) only while it lasts.
+      period_end timestamptz,
       created_at timestamptz not null default now()
     );
     create index billing_purchases_user_idx on billing_purchases (user_id, id desc);
