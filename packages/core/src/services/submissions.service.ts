@@ -119,13 +119,13 @@ const PLAN_LIMITS_FOR_STORE = Object.fromEntries(
   ]),
 );
 
-/** The database's refusal as the client's error, with a message that says what to do. */
 /** Where a person tops up: the billing page and its API when this server takes payments, else the operator. */
 export function topUpHint(config: Partial<Pick<Config, "payments" | "publicBaseUrl">>): string {
   if (config.payments?.provider !== "stripe") return "top up before retrying.";
   return `top up before retrying: buy credits or a plan on the billing page (${config.publicBaseUrl ?? ""}/billing) or with POST /api/billing/checkout.`;
 }
 
+/** The database's refusal as the client's error, with a message that says what to do. */
 function refusalError(refusal: SubmitRefusal, count: number, size: number, topUp: string): RetouchError {
   switch (refusal.code) {
     case "idempotency_key_reused":
