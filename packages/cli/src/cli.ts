@@ -3,6 +3,7 @@ import { AbortedError, ApiError, JobFailedError, LocalError, NetworkError, Timeo
 import { type CommandContext, loadContext, UsageError } from "./command-context";
 import { login, logout, resendVerification, signup } from "./commands/account.commands";
 import { listJobs, whoami } from "./commands/account-overview.commands";
+import { billing, buy, plan } from "./commands/billing.commands";
 import { disconnectApp, listConnectedApps } from "./commands/connected-apps.commands";
 import { EditsFailedError, edit, result, status } from "./commands/jobs.commands";
 import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.commands";
@@ -60,6 +61,24 @@ const COMMANDS: Command[] = [
     usage: "whoami",
     summary: "your account: email, plan and limits, credits, jobs this month",
     run: whoami,
+  },
+  {
+    words: ["billing"],
+    usage: "billing [--portal] [--open]",
+    summary: "plan, credits, allowance, packs and plans on sale, purchases (--portal: the customer portal's URL)",
+    run: billing,
+  },
+  {
+    words: ["buy"],
+    usage: "buy <credits> [--open]",
+    summary: "print (or --open) the checkout URL of a credit pack",
+    run: buy,
+  },
+  {
+    words: ["plan"],
+    usage: "plan <starter|core|pro> [--open]",
+    summary: "print (or --open) the checkout URL of a plan",
+    run: plan,
   },
   { words: ["keys", "list"], usage: "keys list", summary: "list your API keys", run: listKeys },
   {
@@ -134,7 +153,10 @@ function explain(error: ApiError, ctx: CommandContext | undefined): string {
     case "invalid_credentials":
       return "wrong email or password";
     case "insufficient_credits":
-      return `${error.message} (ask the operator for credits, e.g. \`pnpm retouch admin grant-credits\`)`;
+      // Where the server sells credits its message says so; `retouch buy` is the same from here.
+      return error.message.includes("/api/billing/checkout")
+        ? `${error.message} (from here: \`retouch billing\`, then \`retouch buy <credits>\`)`
+        : `${error.message} (ask the operator for credits, e.g. \`pnpm retouch admin grant-credits\`)`;
     case "rate_limited":
     case "too_many_in_flight":
       return `${error.message}${error.retryAfterSeconds ? ` (retry in ${error.retryAfterSeconds} s)` : ""}`;
@@ -176,6 +198,8 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<numbe
         "batch-size": { type: "string" },
         limit: { type: "string" },
         all: { type: "boolean" },
+        open: { type: "boolean" },
+        portal: { type: "boolean" },
       },
     });
   } catch (error) {

@@ -21,7 +21,17 @@ export {
 export { openBlobStore } from "./blobs/open-blob-store";
 // The S3 store itself is loaded on demand (openBlobStore): importing it here would load the AWS SDK at every start.
 export type { S3BlobStore, S3BlobStoreOptions } from "./blobs/s3-blob-store";
-export { type BlobStoreConfig, type Config, ConfigError, loadConfig, parseConfig, parseDuration } from "./config/env";
+export {
+  type BlobStoreConfig,
+  type Config,
+  ConfigError,
+  isPaidPlanName,
+  loadConfig,
+  type PaidPlanName,
+  type PaymentsConfig,
+  parseConfig,
+  parseDuration,
+} from "./config/env";
 export { isPlanName, PLAN_LIMITS, PLAN_NAMES, type PlanName } from "./config/plans";
 export { type DatabaseHandle, type Db, openDatabase } from "./db/database";
 export { migrateToLatest } from "./db/migrate";

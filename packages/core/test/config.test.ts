@@ -344,3 +344,54 @@ describe("parseDuration", () => {
 
   it.each(["", "10", "1 hour", "-1s"])("refuses %j", (text) => expect(parseDuration(text)).toBeUndefined());
 });
+
+describe("payments settings", () => {
+  const stripe = {
+    RETOUCH_PAYMENTS: "stripe",
+    STRIPE_SECRET_KEY: "sk_test_abc",
+    STRIPE_WEBHOOK_SECRET: "whsec_abc",
+    RETOUCH_CREDIT_PACKS: "500:price_b, 100:price_a",
+    RETOUCH_PLAN_PRICES: "starter:price_s,pro:price_p",
+  };
+
+  it("none by default; stripe parsed once into packs, plan prices, allowances and the SDK's host options", () => {
+    expect(parseConfig({}).payments).toEqual({ provider: "none" });
+    expect(parseConfig({ ...stripe, STRIPE_API_BASE: "http://127.0.0.1:12111" }).payments).toEqual({
+      provider: "stripe",
+      secretKey: "sk_test_abc",
+      webhookSecret: "whsec_abc",
+      apiBase: { protocol: "http", host: "127.0.0.1", port: 12111 },
+      creditPacks: [
+        { credits: 100, priceId: "price_a" },
+        { credits: 500, priceId: "price_b" },
+      ],
+      planPrices: { starter: "price_s", pro: "price_p" },
+      planMonthlyCredits: { starter: 1000, core: 5000, pro: 20000 },
+    });
+    expect(parseConfig(stripe).payments).toMatchObject({ apiBase: undefined });
+  });
+
+  it("fails fast, one sentence per problem, on a shop that cannot sell or names what it cannot", () => {
+    expect(problemsOf({ RETOUCH_PAYMENTS: "stripe", RETOUCH_CREDIT_PACKS: "100:price_a" })).toMatch(
+      /STRIPE_SECRET_KEY: required with RETOUCH_PAYMENTS=stripe[\s\S]*STRIPE_WEBHOOK_SECRET: required/,
+    );
+    expect(problemsOf({ ...stripe, RETOUCH_CREDIT_PACKS: "100" })).toBe(
+      'RETOUCH_CREDIT_PACKS: "100" is not a pair like 100:price_x',
+    );
+    expect(problemsOf({ ...stripe, RETOUCH_CREDIT_PACKS: "ten:price_a" })).toMatch(/"ten" is not a whole number of credits/);
+    expect(problemsOf({ ...stripe, RETOUCH_CREDIT_PACKS: "100:prod_a" })).toMatch(/"prod_a" is not a Stripe price id/);
+    expect(problemsOf({ ...stripe, RETOUCH_PLAN_PRICES: "free:price_f" })).toMatch(/free is not sold/);
+    expect(problemsOf({ ...stripe, RETOUCH_PLAN_PRICES: "gold:price_g" })).toMatch(
+      /"gold" is not a plan \(starter, core or pro\)/,
+    );
+    expect(problemsOf({ ...stripe, RETOUCH_PLAN_PRICES: "starter:price_a" })).toMatch(/one Stripe price is given to two things/);
+    expect(problemsOf({ ...stripe, RETOUCH_CREDIT_PACKS: "", RETOUCH_PLAN_PRICES: "" })).toMatch(/nothing to sell/);
+    expect(problemsOf({ ...stripe, RETOUCH_PLAN_MONTHLY_CREDITS: "starter:lots" })).toMatch(
+      /starter's "lots" is not a whole number/,
+    );
+    expect(problemsOf({ ...stripe, STRIPE_SECRET_KEY: "pk_test_abc" })).toMatch(/STRIPE_SECRET_KEY: must be a Stripe secret key/);
+    expect(problemsOf({ ...stripe, STRIPE_API_BASE: "http://127.0.0.1:1/v1" })).toMatch(
+      /STRIPE_API_BASE: .* must be a bare base/,
+    );
+  });
+});

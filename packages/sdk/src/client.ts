@@ -13,6 +13,7 @@ type Outputs = {
   jobs: AppRouter["jobs"]["list"]["_def"]["$types"]["output"];
   sessionState: AppRouter["auth"]["session"]["_def"]["$types"]["output"];
   connectedApps: AppRouter["connectedApps"]["list"]["_def"]["$types"]["output"];
+  billing: AppRouter["billing"]["state"]["_def"]["$types"]["output"];
 };
 
 export type OutputFormat = "jpeg" | "png" | "webp";
@@ -53,6 +54,10 @@ export type JobsPage = Outputs["jobs"];
 export type JobListing = JobsPage["jobs"][number];
 /** An MCP client the person approved through OAuth instead of giving it a key (`GET /api/connected-apps`). */
 export type ConnectedApp = Outputs["connectedApps"]["apps"][number];
+/** Plan, subscription, balance and allowance, what is on sale, and the purchases (`GET /api/billing`). */
+export type BillingState = Outputs["billing"];
+/** A plan that can be bought. */
+export type PaidPlan = BillingState["plans"][number]["plan"];
 /** The signed-in user and when the session ends, or null (`GET /auth/get-session`). */
 export type SessionState = Outputs["sessionState"];
 export type Session = Outputs["session"] & {
@@ -267,6 +272,28 @@ export class Retouch {
 
   webhookDeliveries(limit = 20) {
     return this.call(async () => (await this.api.webhooks.deliveries.query({ limit })).deliveries);
+  }
+
+  // Billing (where the server takes payments; else ApiError `payments_not_configured`)
+
+  /** Plan, subscription, balance and allowance, packs and plans on sale with prices, purchase history. */
+  billing(): Promise<BillingState> {
+    return this.call(() => this.api.billing.state.query());
+  }
+
+  /** The checkout page's URL for a credit pack on sale (its credits): open it in a browser. */
+  buyCredits(credits: number): Promise<{ url: string }> {
+    return this.call(() => this.api.billing.checkout.mutate({ credits }));
+  }
+
+  /** The checkout page's URL for a plan: open it in a browser. A plan already held is changed in the portal. */
+  subscribe(plan: PaidPlan): Promise<{ url: string }> {
+    return this.call(() => this.api.billing.checkout.mutate({ plan }));
+  }
+
+  /** The customer portal's URL (card, plan change or cancellation, invoices). */
+  billingPortal(): Promise<{ url: string }> {
+    return this.call(() => this.api.billing.portal.mutate({}));
   }
 
   // Connected apps (MCP clients signed in with OAuth)

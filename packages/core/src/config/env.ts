@@ -21,7 +21,7 @@ import {
   type SaliencyModelKind,
 } from "@retouch/engine";
 import { z } from "zod";
-import { PLAN_NAMES } from "./plans";
+import { isPlanName, PLAN_NAMES } from "./plans";
 
 /**
  * The one module that reads `process.env`. Everything else receives a parsed
@@ -243,9 +243,52 @@ const envSchema = z.object({
   RETOUCH_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   /** How often a worker process writes its heartbeat; one silent for three of these is taken for dead and its queue locks released. */
   RETOUCH_WORKER_HEARTBEAT: duration.default(2_000).refine((ms) => ms >= 100 && ms <= 60_000, "must be from 100ms to 1m"),
+  /** Who takes payments: none (operators grant credits and plans with the admin CLI) or stripe (docs/billing.md). */
+  RETOUCH_PAYMENTS: z.enum(["none", "stripe"]).default("none"),
+  /** Stripe's secret (sk_...) or restricted (rk_...) API key; required with RETOUCH_PAYMENTS=stripe. */
+  STRIPE_SECRET_KEY: z
+    .string()
+    .regex(/^(sk|rk)_\S+$/, "must be a Stripe secret key (sk_...) or restricted key (rk_...)")
+    .optional(),
+  /** The signing secret of the webhook endpoint (whsec_...) that POST /webhooks/stripe verifies events with. */
+  STRIPE_WEBHOOK_SECRET: z
+    .string()
+    .regex(/^whsec_\S+$/, "must be a webhook signing secret (whsec_...)")
+    .optional(),
+  /** Where the Stripe SDK sends its requests (scheme, host, port; no path); unset: Stripe's own https://api.stripe.com. */
+  STRIPE_API_BASE: z.url({ protocol: /^https?$/ }).optional(),
+  /** Credit packs on sale: `100:price_x,500:price_y` (credits : Stripe price id of a one-time price). */
+  RETOUCH_CREDIT_PACKS: z.string().optional(),
+  /** Plans on sale: `starter:price_s,core:price_c,pro:price_p` (plan : Stripe price id of a monthly recurring price). */
+  RETOUCH_PLAN_PRICES: z.string().optional(),
+  /** Credits each paid plan grants per billing period (they do not roll over; see docs/billing.md). */
+  RETOUCH_PLAN_MONTHLY_CREDITS: z.string().default("starter:1000,core:5000,pro:20000"),
 });
 
 export type Env = z.input<typeof envSchema>;
+
+/** A plan that can be bought (free is what an account has without paying). */
+export type PaidPlanName = Exclude<(typeof PLAN_NAMES)[number], "free">;
+
+export function isPaidPlanName(value: string | undefined): value is PaidPlanName {
+  return value !== undefined && value !== "free" && isPlanName(value);
+}
+
+/** RETOUCH_PAYMENTS and what goes with it. */
+export type PaymentsConfig =
+  | { provider: "none" }
+  | {
+      provider: "stripe";
+      secretKey: string;
+      webhookSecret: string;
+      /** STRIPE_API_BASE split as the SDK's `protocol`/`host`/`port` options; undefined: Stripe's own. */
+      apiBase: { protocol: "http" | "https"; host: string; port: number } | undefined;
+      /** Sorted by credits. */
+      creditPacks: Array<{ credits: number; priceId: string }>;
+      /** The plans on sale and their Stripe prices (a plan without a price is not sold). */
+      planPrices: Partial<Record<PaidPlanName, string>>;
+      planMonthlyCredits: Record<PaidPlanName, number>;
+    };
 
 export type BlobStoreConfig =
   | { kind: "file" }
@@ -402,6 +445,8 @@ export interface Config {
   /** The bearer token /metrics requires (RETOUCH_METRICS_TOKEN); undefined: /metrics is not served. */
   metricsToken: string | undefined;
   /** The hosted provider for generative edits outside the catalog (RETOUCH_GENERATIVE_PROVIDER); undefined = none. */
+  /** How credits and plans are bought (none: only operators grant them). */
+  payments: PaymentsConfig;
   generativeProvider: GenerativeProviderOptions | undefined;
   /** The vendor for background removal (RETOUCH_BACKGROUND_PROVIDER); undefined = the built-in model or segmenter. */
   backgroundProvider: BackgroundProviderOptions | undefined;
@@ -521,7 +566,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   if (result.data?.RETOUCH_RESULT_URLS === "presigned" && result.data.RETOUCH_BLOB_STORE !== "s3") {
     problems.push("RETOUCH_RESULT_URLS: presigned URLs need RETOUCH_BLOB_STORE=s3 (the file store's results are always proxied)");
   }
-  if (!result.success || !blobStore || problems.length > 0) throw new ConfigError(problems);
+  const payments = result.data ? readPayments(result.data, problems) : undefined;
+  if (!result.success || !blobStore || !payments || problems.length > 0) throw new ConfigError(problems);
   const e = result.data;
   const dataDir = path.resolve(baseDir, e.RETOUCH_DATA_DIR);
   // Default: two full-size requests at once, and never less than 256 MiB.
@@ -605,6 +651,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       detector: detectorModel,
     },
     metricsToken: e.RETOUCH_METRICS_TOKEN,
+    payments,
     generativeProvider,
     backgroundProvider,
     objectRemovalProvider,
@@ -728,6 +775,113 @@ function readRemovalProvider<Name extends GenerativeProviderName>(
   }
   // RETOUCH_GENERATIVE_TIMEOUT is every upstream attempt's limit, these ports' too.
   return { provider, apiKey, timeoutMs: e.RETOUCH_GENERATIVE_TIMEOUT };
+}
+
+/** `name:value,name:value` as pairs; undefined (and a problem) when a part has no colon. */
+function readPairs(variable: string, text: string, example: string, problems: string[]): Array<[string, string]> | undefined {
+  const pairs: Array<[string, string]> = [];
+  for (const part of text.split(",").map((item) => item.trim())) {
+    if (!part) continue;
+    const [name, value, ...rest] = part.split(":").map((item) => item.trim());
+    if (!name || !value || rest.length > 0) {
+      problems.push(`${variable}: "${part}" is not a pair like ${example}`);
+      return undefined;
+    }
+    pairs.push([name, value]);
+  }
+  return pairs;
+}
+
+const PRICE_ID = /^price_[A-Za-z0-9]+$/;
+
+/**
+ * RETOUCH_PAYMENTS with its keys, packs, plan prices and allowances, checked
+ * together: a shop that cannot take money, or that sells something it cannot
+ * name, fails the start rather than the first customer.
+ */
+function readPayments(e: z.infer<typeof envSchema>, problems: string[]): PaymentsConfig | undefined {
+  const before = problems.length;
+  const planMonthlyCredits: Record<PaidPlanName, number> = { starter: 0, core: 0, pro: 0 };
+  for (const [plan, credits] of readPairs(
+    "RETOUCH_PLAN_MONTHLY_CREDITS",
+    e.RETOUCH_PLAN_MONTHLY_CREDITS,
+    "starter:1000",
+    problems,
+  ) ?? []) {
+    const amount = Number(credits);
+    if (!isPaidPlanName(plan)) {
+      problems.push(`RETOUCH_PLAN_MONTHLY_CREDITS: "${plan}" is not a paid plan (starter, core or pro)`);
+    } else if (!Number.isInteger(amount) || amount < 0 || amount > 100_000_000) {
+      problems.push(`RETOUCH_PLAN_MONTHLY_CREDITS: ${plan}'s "${credits}" is not a whole number of credits`);
+    } else planMonthlyCredits[plan] = amount;
+  }
+  if (e.RETOUCH_PAYMENTS === "none") return problems.length === before ? { provider: "none" } : undefined;
+
+  if (!e.STRIPE_SECRET_KEY)
+    problems.push("STRIPE_SECRET_KEY: required with RETOUCH_PAYMENTS=stripe (sk_... from Stripe's dashboard)");
+  if (!e.STRIPE_WEBHOOK_SECRET) {
+    problems.push(
+      "STRIPE_WEBHOOK_SECRET: required with RETOUCH_PAYMENTS=stripe (whsec_... of the POST /webhooks/stripe endpoint)",
+    );
+  }
+  let apiBase: { protocol: "http" | "https"; host: string; port: number } | undefined;
+  if (e.STRIPE_API_BASE) {
+    const url = new URL(e.STRIPE_API_BASE);
+    if (url.pathname !== "/" || url.search || url.username || url.password) {
+      problems.push(
+        `STRIPE_API_BASE: "${e.STRIPE_API_BASE}" must be a bare base like https://api.stripe.com (no path, query or credentials)`,
+      );
+    }
+    const protocol = url.protocol === "http:" ? "http" : "https";
+    apiBase = { protocol, host: url.hostname, port: Number(url.port || (protocol === "http" ? 80 : 443)) };
+  }
+  const creditPacks: Array<{ credits: number; priceId: string }> = [];
+  for (const [credits, priceId] of readPairs("RETOUCH_CREDIT_PACKS", e.RETOUCH_CREDIT_PACKS ?? "", "100:price_x", problems) ??
+    []) {
+    const amount = Number(credits);
+    if (!Number.isInteger(amount) || amount < 1 || amount > 10_000_000) {
+      problems.push(`RETOUCH_CREDIT_PACKS: "${credits}" is not a whole number of credits (the pair is credits:price_id)`);
+    } else if (!PRICE_ID.test(priceId)) {
+      problems.push(`RETOUCH_CREDIT_PACKS: "${priceId}" is not a Stripe price id (price_...)`);
+    } else if (creditPacks.some((pack) => pack.credits === amount)) {
+      problems.push(`RETOUCH_CREDIT_PACKS: the ${amount}-credit pack is listed twice`);
+    } else creditPacks.push({ credits: amount, priceId });
+  }
+  creditPacks.sort((a, b) => a.credits - b.credits);
+  const planPrices: Partial<Record<PaidPlanName, string>> = {};
+  for (const [plan, priceId] of readPairs("RETOUCH_PLAN_PRICES", e.RETOUCH_PLAN_PRICES ?? "", "starter:price_s", problems) ??
+    []) {
+    if (plan === "free") {
+      problems.push("RETOUCH_PLAN_PRICES: free is not sold (it is what an account has without a subscription)");
+    } else if (!isPaidPlanName(plan)) {
+      problems.push(`RETOUCH_PLAN_PRICES: "${plan}" is not a plan (starter, core or pro)`);
+    } else if (!PRICE_ID.test(priceId)) {
+      problems.push(`RETOUCH_PLAN_PRICES: "${priceId}" is not a Stripe price id (price_...)`);
+    } else if (planPrices[plan]) {
+      problems.push(`RETOUCH_PLAN_PRICES: ${plan} is listed twice`);
+    } else planPrices[plan] = priceId;
+  }
+  const prices = [...creditPacks.map((pack) => pack.priceId), ...Object.values(planPrices)];
+  if (new Set(prices).size !== prices.length) {
+    problems.push(
+      "RETOUCH_CREDIT_PACKS/RETOUCH_PLAN_PRICES: one Stripe price is given to two things; each pack and plan needs its own",
+    );
+  }
+  if (problems.length === before && prices.length === 0) {
+    problems.push(
+      "RETOUCH_CREDIT_PACKS: RETOUCH_PAYMENTS=stripe with nothing to sell; set RETOUCH_CREDIT_PACKS or RETOUCH_PLAN_PRICES",
+    );
+  }
+  if (problems.length > before || !e.STRIPE_SECRET_KEY || !e.STRIPE_WEBHOOK_SECRET) return undefined;
+  return {
+    provider: "stripe",
+    secretKey: e.STRIPE_SECRET_KEY,
+    webhookSecret: e.STRIPE_WEBHOOK_SECRET,
+    apiBase,
+    creditPacks,
+    planPrices,
+    planMonthlyCredits,
+  };
 }
 
 /** The built-in catalog, extended by a RETOUCH_MODEL_CATALOG file; its problems are added to `problems`. */

@@ -31,11 +31,24 @@ export interface ProfileTable {
   plan: string;
   credits: number;
   webhook_secret: string;
+  /** 0013-billing: the current plan allowance and the ledger id its spending is counted after (bigint). */
+  allowance_credits: ColumnType<number, number | undefined, number>;
+  allowance_since_ledger_id: ColumnType<string, string | undefined, string>;
   created_at: CreatedAt;
   updated_at: ColumnType<Date, Date | undefined, Date>;
 }
 
-export type LedgerReason = "signup_grant" | "admin_grant" | "job_debit" | "job_refund";
+export type LedgerReason =
+  | "signup_grant"
+  | "admin_grant"
+  | "job_debit"
+  | "job_refund"
+  // Payments (0013-billing): each keyed on a Stripe id in `stripe_ref`.
+  | "pack_purchase"
+  | "plan_allowance"
+  | "plan_allowance_expiry"
+  | "refund_clawback"
+  | "dispute_clawback";
 
 export interface CreditLedgerTable {
   id: Generated<string>;
@@ -45,6 +58,8 @@ export interface CreditLedgerTable {
   reason: LedgerReason;
   job_id: string | null;
   note: string | null;
+  /** The Stripe object a payment grant or claw-back comes from (unique with the reason). */
+  stripe_ref: ColumnType<string | null, string | null | undefined, never>;
   created_at: CreatedAt;
 }
 
@@ -186,6 +201,43 @@ export interface ServiceSecretTable {
   created_at: CreatedAt;
 }
 
+/** 0013-billing: the Stripe customer of an account. */
+export interface BillingCustomerTable {
+  user_id: string;
+  stripe_customer_id: string;
+  created_at: CreatedAt;
+}
+
+export interface BillingSubscriptionTable {
+  stripe_subscription_id: string;
+  user_id: string;
+  plan: string;
+  status: string;
+  current_period_end: Date | null;
+  cancel_at_period_end: boolean;
+  /** bigint: Stripe's event `created` (seconds). */
+  event_created: ColumnType<string, number | undefined, number>;
+  created_at: CreatedAt;
+  updated_at: ColumnType<Date, Date | undefined, Date>;
+}
+
+export interface BillingPurchaseTable {
+  id: Generated<string>;
+  user_id: string;
+  kind: "pack" | "plan";
+  plan: string | null;
+  credits: number;
+  amount: number | null;
+  currency: string | null;
+  stripe_ref: string;
+  stripe_payment_intent: string | null;
+  credits_clawed_back: ColumnType<number, number | undefined, number>;
+  amount_refunded: ColumnType<number, number | undefined, number>;
+  disputed: ColumnType<boolean, boolean | undefined, boolean>;
+  period_end: Date | null;
+  created_at: CreatedAt;
+}
+
 export interface Database {
   user: UserTable;
   session: SessionTable;
@@ -202,4 +254,7 @@ export interface Database {
   oauthAccessToken: OAuthAccessTokenTable;
   oauthRefreshToken: OAuthTokenTable;
   service_secrets: ServiceSecretTable;
+  billing_customers: BillingCustomerTable;
+  billing_subscriptions: BillingSubscriptionTable;
+  billing_purchases: BillingPurchaseTable;
 }

@@ -42,6 +42,15 @@ export const ERROR_CODES = {
   },
   payload_too_large: { status: 413, message: "The request body is too large." },
   unsupported_media_type: { status: 415, message: "Send the body as JSON with `Content-Type: application/json`." },
+  payments_not_configured: {
+    status: 409,
+    message:
+      "This server does not take payments (RETOUCH_PAYMENTS is none): credits and plans are granted by its operator; ask them for more.",
+  },
+  already_subscribed: {
+    status: 409,
+    message: "This account already has a plan; change or cancel it in the customer portal (POST /api/billing/portal).",
+  },
   email_already_registered: { status: 422, message: "An account with this email address already exists; sign in instead." },
   idempotency_key_reused: {
     status: 422,

@@ -11,9 +11,11 @@ import { UrlSigner } from "../lib/signed-urls";
 import type { Mailer } from "../mail/mailer";
 import { passwordResetEmail } from "../mail/password-reset-email";
 import { verificationEmail } from "../mail/verification-email";
+import type { PaymentsPort } from "../payments/payments.port";
 import { PROCESS_IMAGE, QUEUE_CHANNEL, settlementNotice } from "../processing/job-queue";
 import { openVocabularyCheck } from "../processing/model-provisioner";
 import { ApiKeysStore } from "../stores/api-keys.store";
+import { BillingStore } from "../stores/billing.store";
 import { JobsStore } from "../stores/jobs.store";
 import { OAuthGrantsStore } from "../stores/oauth-grants.store";
 import { OperationsStore } from "../stores/operations.store";
@@ -24,6 +26,7 @@ import { WebhookDeliveriesStore } from "../stores/webhook-deliveries.store";
 import { AccountsService, signInAccountKey } from "./accounts.service";
 import { AdminService } from "./admin.service";
 import { ApiKeysService } from "./api-keys.service";
+import { BillingService } from "./billing.service";
 import { CapabilitiesService } from "./capabilities.service";
 import { JobsService } from "./jobs.service";
 import { McpOAuthService } from "./mcp-oauth.service";
@@ -75,6 +78,7 @@ export function createServices(deps: ServiceDependencies) {
     webhookDeliveries: deliveriesStore,
     oauthGrants: new OAuthGrantsStore(db),
     operations: new OperationsStore(db),
+    billing: new BillingStore(db, profilesStore),
   };
   if (!deps.blobs && config.blobStore.kind !== "file")
     throw new Error("createServices: pass the store from openBlobStore(config)");
@@ -121,6 +125,18 @@ export function createServices(deps: ServiceDependencies) {
     },
   });
   const profiles = new ProfilesService(stores.profiles, config);
+  const paymentsSettings = config.payments;
+  let paymentsPort: Promise<PaymentsPort> | undefined;
+  // Loaded on first use: a server without payments never loads the Stripe SDK, one with them not at start.
+  const loadPayments =
+    paymentsSettings.provider === "stripe"
+      ? () => {
+          paymentsPort ??= import("../payments/stripe.adapter").then(
+            ({ StripePayments }) => new StripePayments(paymentsSettings),
+          );
+          return paymentsPort;
+        }
+      : undefined;
   const jobsService = new JobsService(
     stores.jobs,
     new UrlSigner(deps.authSecret),
@@ -161,6 +177,13 @@ export function createServices(deps: ServiceDependencies) {
     webhooks,
     accounts: new AccountsService({ auth, profiles, jobs: stores.jobs, rateLimits: stores.rateLimits, config, logger }),
     apiKeys: new ApiKeysService(stores.apiKeys),
+    billing: new BillingService({
+      payments: loadPayments,
+      store: stores.billing,
+      profiles,
+      config,
+      logger,
+    }),
     mcpOAuth: new McpOAuthService({
       auth,
       users: stores.users,

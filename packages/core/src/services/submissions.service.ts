@@ -69,7 +69,9 @@ export interface SubmissionsDependencies {
   jobs: JobsStore;
   blobs: BlobStore;
   /** The image inputs' settings (it builds that service), and what routing and inspection need. */
-  config: ImageInputsDependencies["config"] & Pick<Config, "maxImagePixels" | "generativeProvider">;
+  config: ImageInputsDependencies["config"] &
+    Pick<Config, "maxImagePixels" | "generativeProvider"> &
+    Partial<Pick<Config, "payments" | "publicBaseUrl">>;
   logger: Logger;
   /** The queue's job name and NOTIFY channel: a submission queues its jobs in its own transaction. */
   queue: { jobName: string; channel: string };
@@ -117,8 +119,14 @@ const PLAN_LIMITS_FOR_STORE = Object.fromEntries(
   ]),
 );
 
+/** Where a person tops up: the billing page and its API when this server takes payments, else the operator. */
+export function topUpHint(config: Partial<Pick<Config, "payments" | "publicBaseUrl">>): string {
+  if (config.payments?.provider !== "stripe") return "top up before retrying.";
+  return `top up before retrying: buy credits or a plan on the billing page (${config.publicBaseUrl ?? ""}/billing) or with POST /api/billing/checkout.`;
+}
+
 /** The database's refusal as the client's error, with a message that says what to do. */
-function refusalError(refusal: SubmitRefusal, count: number, size: number): RetouchError {
+function refusalError(refusal: SubmitRefusal, count: number, size: number, topUp: string): RetouchError {
   switch (refusal.code) {
     case "idempotency_key_reused":
       return new RetouchError("idempotency_key_reused");
@@ -143,7 +151,7 @@ function refusalError(refusal: SubmitRefusal, count: number, size: number): Reto
     case "insufficient_credits":
       return new RetouchError(
         "insufficient_credits",
-        `This request needs ${count} credit${count === 1 ? "" : "s"} and your balance is ${refusal.balance}; top up before retrying.`,
+        `This request needs ${count} credit${count === 1 ? "" : "s"} and your balance is ${refusal.balance}; ${topUp}`,
       );
   }
 }
@@ -198,7 +206,8 @@ export class SubmissionsService {
         ...(isBatch ? { batchSize: items.length } : {}),
         count: toFetch.length,
       });
-      if (precheck.state === "refused") throw refusalError(precheck.refusal, toFetch.length, items.length);
+      if (precheck.state === "refused")
+        throw refusalError(precheck.refusal, toFetch.length, items.length, topUpHint(this.deps.config));
       if (precheck.state === "replay") return precheck.response as SubmissionOutput;
     }
 
@@ -240,7 +249,8 @@ export class SubmissionsService {
             }
           : { job_id: accepted[0]?.jobId as string },
       });
-      if (outcome.state === "refused") throw refusalError(outcome.refusal, accepted.length, items.length);
+      if (outcome.state === "refused")
+        throw refusalError(outcome.refusal, accepted.length, items.length, topUpHint(this.deps.config));
       if (outcome.state === "replay") {
         await this.deleteBlobs(written);
         return outcome.response as SubmissionOutput;

@@ -23,6 +23,8 @@ export interface CreditChange {
   reason: LedgerReason;
   jobId?: string;
   note?: string;
+  /** The payment provider's object a payment grant comes from (billing.store.ts). */
+  stripeRef?: string;
 }
 
 /** Profiles hold the plan and the credit balance; every balance change is also a ledger row. */
@@ -97,6 +99,7 @@ export class ProfilesStore {
         reason: change.reason,
         job_id: change.jobId ?? null,
         note: change.note ?? null,
+        ...(change.stripeRef ? { stripe_ref: change.stripeRef } : {}),
       })
       .execute();
     return updated.credits;

@@ -1,5 +1,8 @@
+import { createCheckout } from "./procedures/create-checkout.procedure";
 import { createKey } from "./procedures/create-key.procedure";
+import { createPortal } from "./procedures/create-portal.procedure";
 import { getAccount } from "./procedures/get-account.procedure";
+import { getBilling } from "./procedures/get-billing.procedure";
 import { getCapabilities } from "./procedures/get-capabilities.procedure";
 import { getPlaygroundJob } from "./procedures/get-playground-job.procedure";
 import { getPlaygroundResult } from "./procedures/get-playground-result.procedure";
@@ -48,6 +51,7 @@ export const appRouter = router({
   service: router({ capabilities: getCapabilities }),
   connectedApps: router({ list: listConnectedApps, revoke: revokeConnectedApp }),
   selection: router({ status: getSelectionStatus, start: startSelection, refine: refineSelection }),
+  billing: router({ state: getBilling, checkout: createCheckout, portal: createPortal }),
 });
 
 export type AppRouter = typeof appRouter;

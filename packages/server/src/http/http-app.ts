@@ -15,6 +15,7 @@ import { errorResponse, jsonResponse, trpcRefusal } from "./responses";
 import { createRestHandler } from "./rest.handler";
 import { createRoutePolicies, NO_BODY, type Surface, TRPC_ENDPOINT } from "./route-policy";
 import { apiCors, securityHeaders } from "./security";
+import { createStripeWebhookHandler, STRIPE_WEBHOOK_PATH } from "./stripe-webhook.handler";
 import { createTrpcHandler } from "./trpc.handler";
 
 export interface HttpAppOptions {
@@ -108,6 +109,7 @@ export function createHttpApp(services: Services, options: HttpAppOptions): Hono
   // The OAuth authorization server for MCP clients: its metadata documents and better-auth's protocol endpoints.
   app.route("/", createOAuthRoutes(services));
   app.post(MCP_PATH, mcp.serve);
+  app.post(STRIPE_WEBHOOK_PATH, createStripeWebhookHandler(services));
   app.all(MCP_PATH, () =>
     jsonResponse(
       405,

@@ -2,6 +2,7 @@ import { appRouter, type Config, type CredentialKind, MCP_PATH, type ProcedureMe
 import { TrieRouter } from "hono/router/trie-router";
 import { OAUTH_ENDPOINTS_PREFIX } from "../oauth/oauth.routes";
 import { OPERATIONS_PATHS } from "./operations.handler";
+import { STRIPE_WEBHOOK_BODY_LIMIT_BYTES, STRIPE_WEBHOOK_PATH } from "./stripe-webhook.handler";
 
 /** Largest body of an operation that carries no images. */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -129,6 +130,13 @@ export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
   for (const route of rest) table.add(route.method, route.path, route.policy);
   table.add("ALL", `${TRPC_ENDPOINT}/*`, trpc);
   table.add("POST", MCP_PATH, mcp);
+  // Stripe's events: no credentials (the signature is checked over the body), a small JSON body, the public budget.
+  table.add("POST", STRIPE_WEBHOOK_PATH, {
+    surface: "rest",
+    auth: "public",
+    maxBodyBytes: STRIPE_WEBHOOK_BODY_LIMIT_BYTES,
+    bodyTypes: JSON_ONLY,
+  });
   for (const endpoint of ["authorize", "token", "revoke", "consent"]) {
     table.add("POST", `${OAUTH_ENDPOINTS_PREFIX}/${endpoint}`, oauthForm);
   }

@@ -11,6 +11,7 @@ import * as oauthProvider from "./0009-oauth-provider.migration";
 import * as submitPrecheck from "./0010-submit-precheck.migration";
 import * as queueWorkers from "./0011-queue-workers.migration";
 import * as serviceSecrets from "./0012-service-secrets.migration";
+import * as billing from "./0013-billing.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -29,4 +30,5 @@ export const migrations: Record<string, Migration> = {
   "0010-submit-precheck": submitPrecheck,
   "0011-queue-workers": queueWorkers,
   "0012-service-secrets": serviceSecrets,
+  "0013-billing": billing,
 };
