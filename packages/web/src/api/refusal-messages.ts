@@ -35,7 +35,7 @@ export const REFUSAL_MESSAGES: Record<ErrorCode, string> = {
   upstream_error: "The image provider did not answer. Try again in a moment; nothing was charged.",
   service_unavailable: "The service is busy or restarting. Try again in {retry}.",
   internal_error: "Something went wrong on our side. Try again in a moment.",
-  payments_not_configured: "This server does not take payments. Ask whoever runs it for more credits or another plan.",
+  payments_not_configured: "This server does not sell credits or plans. Ask the people who run it for more credits.",
   already_subscribed: "You already have a plan. Change or cancel it with “Manage your plan” on the Billing page.",
 };
 
