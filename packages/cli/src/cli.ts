@@ -105,8 +105,13 @@ const COMMANDS: Command[] = [
   },
   {
     words: ["jobs"],
-    usage: "jobs [--limit <n>] [--all]",
+    usage: "jobs [--limit <n>] [--all] [filters]",
     summary: "your recent jobs, newest first (--all: every one)",
+    details: `Filters (the service applies them to every page):
+  --status <s>      pending, done or error
+  --workflow <w>    background_removal, object_removal or generative_edit
+  --from <day>      submitted on or after this day (YYYY-MM-DD, UTC)
+  --to <day>        submitted on or before this day (YYYY-MM-DD, UTC)`,
     run: listJobs,
   },
   { words: ["status"], usage: "status <job_id|batch_id>", summary: "show a job's (or a batch's) status", run: status },
@@ -198,6 +203,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<numbe
         "batch-size": { type: "string" },
         limit: { type: "string" },
         all: { type: "boolean" },
+        status: { type: "string" },
+        workflow: { type: "string" },
+        from: { type: "string" },
+        to: { type: "string" },
         open: { type: "boolean" },
         portal: { type: "boolean" },
       },

@@ -116,6 +116,53 @@ describe("retouch jobs", () => {
     expect(whoami).toMatchObject({ credits_remaining: 29, usage: { this_month: 4 } });
   });
 
+  it("filters by status, workflow and day: the service's filters, on every page", async () => {
+    const owner = await keyedAccount(app);
+    const env = { RETOUCH_API_KEY: owner.key };
+    const photo = path.join(home, "filters.png");
+    await writeFile(photo, await productPhoto());
+    const edited = await cli(["edit", photo, "make it black and white", "-o", path.join(home, "filters-bw.jpg")], env);
+    expect(edited.code, edited.stderr).toBe(0);
+    const cutout = await cli(["edit", photo, "remove the background", "-o", path.join(home, "filters-cut.png")], env);
+    expect(cutout.code, cutout.stderr).toBe(0);
+    const failed = await cli(["edit", photo, "crop to 5000x5000 pixels", "-o", path.join(home, "filters-big.jpg")], env);
+    expect(failed.code).toBe(6);
+    for (let i = 0; i < 2; i++) await insertPendingJob(app.services, owner.userId, { prompt: `waiting ${i}` });
+    const today = new Date().toISOString().slice(0, 10);
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
+
+    // Done today: the edit and the cut-out, nothing pending or failed.
+    const done = await cli(["jobs", "--status", "done", "--from", today, "--to", today], env);
+    expect(done.code, done.stderr).toBe(0);
+    const rows = done.stdout.trimEnd().split("\n").slice(1);
+    expect(rows).toHaveLength(2);
+    expect(rows.every((row) => /^job_\S+\s+done\s/.test(row))).toBe(true);
+
+    // Done and background removal: the cut-out alone.
+    const removal = await cli(["jobs", "--status", "done", "--workflow", "background_removal", "--json"], env);
+    expect(JSON.parse(removal.stdout).jobs.map((job: { prompt: string }) => job.prompt)).toEqual(["remove the background"]);
+
+    // --all follows the cursor with the filters kept: both pending jobs, one per page.
+    const pending = JSON.parse((await cli(["jobs", "--all", "--limit", "1", "--status", "pending", "--json"], env)).stdout);
+    expect(pending.jobs.map((job: { prompt: string }) => job.prompt)).toEqual(["waiting 1", "waiting 0"]);
+    // A page with more behind it says how to see the rest, with the same filters.
+    const paged = await cli(["jobs", "--limit", "1", "--status", "pending"], env);
+    expect(paged.stdout).toContain("Older jobs: retouch jobs --all --status pending");
+
+    // Nothing from tomorrow on: said so, not "No jobs yet".
+    const none = await cli(["jobs", "--from", tomorrow], env);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout.trim()).toBe("No jobs match these filters.");
+
+    // The service checks the values: its 400 names the field (exit 1).
+    const badStatus = await cli(["jobs", "--status", "finished"], env);
+    expect(badStatus.code).toBe(1);
+    expect(badStatus.stderr).toContain("status");
+    const badDay = await cli(["jobs", "--from", "27/11/2026"], env);
+    expect(badDay.code).toBe(1);
+    expect(badDay.stderr).toContain("from: must be a date written YYYY-MM-DD");
+  });
+
   it("refuses a bad --limit: not a number is exit 2, out of range is the server's 400 (exit 1)", async () => {
     const word = await cli(["jobs", "--limit", "ten"], { RETOUCH_API_KEY: account.key });
     expect(word.code).toBe(2);
@@ -131,6 +178,7 @@ describe("retouch jobs", () => {
       expect(help.code).toBe(0);
       expect(help.stdout).toContain(`Usage: retouch ${command.join(" ")}`);
     }
+    expect((await cli(["jobs", "--help"])).stdout).toContain("--workflow <w>");
   });
 });
 

@@ -42,6 +42,7 @@ export type AppRouter = TRPCBuiltRouter<
     };
     webhooks: {
       secret: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "secret": string; "standard_webhooks_secret": string; }; meta: object; errorShape: ErrorShape }>;
+      sessionSecret: TRPCQueryProcedure<{ input: undefined | { [key: string]: never; }; output: { "secret": string; "standard_webhooks_secret": string; }; meta: object; errorShape: ErrorShape }>;
       deliveries: TRPCQueryProcedure<{ input: { "limit"?: number; }; output: { "deliveries": Array<{ "id": string; "job_id": string; "url": string; "status": "pending" | "delivered" | "failed"; "attempts": number; "last_status_code": null | number; "last_error": null | string; "last_attempt_at": null | string; "next_attempt_at": null | string; "created_at": string; "delivered_at": null | string; }>; }; meta: object; errorShape: ErrorShape }>;
     };
     service: {

@@ -117,6 +117,37 @@ describe("the playground on the signed-in session", { timeout: 60_000 }, () => {
   });
 });
 
+describe("the webhook signing secret on the signed-in session", { timeout: 30_000 }, () => {
+  it("reads the account's secret with the cookie alone, the same one an API key reads", async () => {
+    const owner = await signUpVerified(app);
+    const read = await trpcQuery("webhooks.sessionSecret", undefined, owner.cookie);
+    expect(read.status, read.text).toBe(200);
+    const { secret, standard_webhooks_secret } = read.body.result.data;
+    expect(secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(standard_webhooks_secret).toBe(`whsec_${Buffer.from(secret, "hex").toString("base64")}`);
+    // Another account reads its own.
+    const other = await trpcQuery("webhooks.sessionSecret", undefined, account.cookie);
+    expect(other.body.result.data.secret).not.toBe(secret);
+    // A key made afterwards (outside the dashboard) reads the same secret over REST.
+    const made = await request(app.url, "POST", "/api/keys", {
+      cookie: owner.cookie,
+      headers: { origin: app.url },
+      body: { name: "script" },
+    });
+    expect(made.status, made.text).toBe(201);
+    const byKey = await request(app.url, "GET", "/api/webhooks/secret", { key: made.body.key });
+    expect(byKey.body.secret).toBe(secret);
+  });
+
+  it("refuses a request without a session, and REST's operation stays bearer-only", async () => {
+    const anonymous = await request(app.url, "GET", "/trpc/webhooks.sessionSecret");
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.error.data.code).toBe("unauthorized");
+    const restWithCookie = await request(app.url, "GET", "/api/webhooks/secret", { cookie: account.cookie });
+    expect(restWithCookie.status).toBe(401);
+  });
+});
+
 describe("the playground's submission from another site (CSRF)", { timeout: 30_000 }, () => {
   it.each([
     ["a foreign Origin", { origin: EVIL_ORIGIN }],

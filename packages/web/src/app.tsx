@@ -1,4 +1,5 @@
 import { Route, Switch } from "wouter";
+import { BillingPage, BillingReturn } from "./pages/billing.page";
 import { CheckEmailPage } from "./pages/check-email.page";
 import { ConnectPage } from "./pages/connect.page";
 import { ConnectedAppsPage } from "./pages/connected-apps.page";
@@ -27,6 +28,8 @@ export function App() {
       <Route path="/forgot-password" component={ForgotPasswordPage} />
       <Route path="/reset-password" component={ResetPasswordPage} />
       <Route path="/dashboard" component={OverviewPage} />
+      <Route path="/dashboard/billing" component={BillingPage} />
+      <Route path="/billing" component={BillingReturn} />
       <Route path="/dashboard/keys" component={KeysPage} />
       <Route path="/dashboard/jobs" component={JobsPage} />
       <Route path="/dashboard/playground" component={PlaygroundPage} />

@@ -41,6 +41,8 @@ let page: Page;
 const email = `dashboard-${Date.now().toString(36)}@example.com`;
 let key: { id: string; key: string; prefix: string };
 let hookedJob: string;
+/** The webhook secret the Webhooks page showed on the session, before any key existed. */
+let sessionSecret = "";
 /** The page's script errors and CSP violations, checked at the end. */
 let watched: WatchedPage;
 
@@ -153,6 +155,25 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     await eventually(() => page.getByTestId("credits").textContent()).toBe("10");
     await expectAccessible(page, "overview");
     await screenshot(page, "overview");
+  });
+
+  it("shows the webhook signing secret on the session alone, with no API key made", async () => {
+    await openSection("Webhooks", "Webhooks");
+    // Nothing asks for a key or offers to make one for the tab.
+    expect(await page.getByRole("button", { name: "Create a key for this tab" }).count()).toBe(0);
+    expect(await page.getByLabel("API key").count()).toBe(0);
+    await page.getByRole("button", { name: "Reveal the secret" }).click();
+    const shown = page.locator(".secrets code");
+    await eventually(() => shown.count()).toBe(2);
+    sessionSecret = (await shown.first().textContent()) ?? "";
+    expect(sessionSecret).toMatch(/^[0-9a-f]{64}$/);
+    expect(await shown.nth(1).textContent()).toMatch(/^whsec_/);
+    await expectAccessible(page, "webhooks, the secret on the session");
+    // Hidden again, and no key was made to read it.
+    await page.getByRole("button", { name: "Hide the secret" }).click();
+    await eventually(() => shown.count()).toBe(0);
+    await openSection("API keys", "API keys");
+    await page.getByText("No keys yet.").waitFor();
   });
 
   it("edits a photograph in the playground right after sign-in, with no API key, and leaves no key behind", async () => {
@@ -380,6 +401,8 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     const secret = await request(app.url, "GET", "/api/webhooks/secret", { key: key.key });
     const shown = page.getByText(secret.body.secret, { exact: true });
     await shown.waitFor();
+    // The secret the session read before any key existed is the one a key reads.
+    expect(secret.body.secret).toBe(sessionSecret);
     // Two attempts (500, then 200), delivered.
     const delivery = page.getByRole("row").filter({ hasText: hookedJob }).filter({ hasText: "Delivered" });
     await delivery.waitFor();

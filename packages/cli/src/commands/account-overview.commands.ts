@@ -1,4 +1,4 @@
-import type { JobListing } from "@retouch/sdk";
+import type { JobFilters, JobListing } from "@retouch/sdk";
 import { authedClient, type CommandContext, stringFlag, UsageError } from "../command-context";
 import { table } from "../output";
 
@@ -33,22 +33,50 @@ function jobsTable(jobs: JobListing[]): string {
   ]);
 }
 
-/** `retouch jobs [--limit N] [--all]`: your recent jobs, newest first (a page, or every one with --all). */
+/** The listing's filter flags, in the order `retouch jobs --help` gives them. */
+const FILTER_FLAGS = ["status", "workflow", "from", "to"] as const;
+
+/**
+ * `--status`, `--workflow`, `--from`, `--to`, passed to the service as given:
+ * it checks them (a 400 naming the field), so the CLI keeps no second copy of
+ * the statuses, workflows or date rules.
+ */
+function jobFilters(ctx: CommandContext): JobFilters {
+  const filters: Record<string, string> = {};
+  for (const flag of FILTER_FLAGS) {
+    const value = stringFlag(ctx, flag);
+    if (value !== undefined) filters[flag] = value;
+  }
+  return filters as JobFilters;
+}
+
+/** The same filters as flags again, for the hint that shows the rest of the list. */
+function filterArgs(filters: JobFilters): string {
+  return FILTER_FLAGS.flatMap((flag) => (filters[flag] === undefined ? [] : [` --${flag} ${filters[flag]}`])).join("");
+}
+
+/**
+ * `retouch jobs [--limit N] [--all] [--status S] [--workflow W] [--from DAY] [--to DAY]`:
+ * your recent jobs, newest first (a page, or every one with --all), narrowed by
+ * the service's filters (SDK JobFilters; days are UTC, both ends included).
+ */
 export async function listJobs(ctx: CommandContext): Promise<void> {
   const limitText = stringFlag(ctx, "limit");
   if (limitText !== undefined && !/^\d+$/.test(limitText)) throw new UsageError("--limit must be a whole number (1 to 100)");
   const limit = limitText === undefined ? undefined : Number(limitText);
+  const filters = jobFilters(ctx);
+  const none = Object.keys(filters).length > 0 ? "No jobs match these filters." : "No jobs yet.";
   const client = authedClient(ctx);
   if (ctx.flags.all) {
     const jobs: JobListing[] = [];
-    for await (const job of client.allJobs(limit !== undefined ? { pageSize: limit } : {})) jobs.push(job);
-    ctx.out.result({ jobs }, () => (jobs.length === 0 ? "No jobs yet." : jobsTable(jobs)));
+    for await (const job of client.allJobs({ ...filters, ...(limit !== undefined ? { pageSize: limit } : {}) })) jobs.push(job);
+    ctx.out.result({ jobs }, () => (jobs.length === 0 ? none : jobsTable(jobs)));
     return;
   }
-  const page = await client.jobs(limit !== undefined ? { limit } : {});
+  const page = await client.jobs({ ...filters, ...(limit !== undefined ? { limit } : {}) });
   ctx.out.result(page, () => {
-    if (page.jobs.length === 0) return "No jobs yet.";
-    const more = page.next_cursor ? "\n\nOlder jobs: retouch jobs --all" : "";
+    if (page.jobs.length === 0) return none;
+    const more = page.next_cursor ? `\n\nOlder jobs: retouch jobs --all${filterArgs(filters)}` : "";
     return `${jobsTable(page.jobs)}${more}`;
   });
 }

@@ -4,6 +4,7 @@ import { createPortal } from "./procedures/create-portal.procedure";
 import { getAccount } from "./procedures/get-account.procedure";
 import { getBilling } from "./procedures/get-billing.procedure";
 import { getCapabilities } from "./procedures/get-capabilities.procedure";
+import { getDashboardWebhookSecret } from "./procedures/get-dashboard-webhook-secret.procedure";
 import { getPlaygroundJob } from "./procedures/get-playground-job.procedure";
 import { getPlaygroundResult } from "./procedures/get-playground-result.procedure";
 import { getProcessResult } from "./procedures/get-process-result.procedure";
@@ -47,7 +48,12 @@ export const appRouter = router({
   process: router({ submit: submitProcess, status: getProcessStatus, result: getProcessResult }),
   // The dashboard's playground on the signed-in session (tRPC only: the REST operations above take a key).
   playground: router({ submit: submitPlayground, job: getPlaygroundJob, result: getPlaygroundResult }),
-  webhooks: router({ secret: getWebhookSecret, deliveries: listWebhookDeliveries }),
+  webhooks: router({
+    secret: getWebhookSecret,
+    // The dashboard's read of the secret on the signed-in session (tRPC only: the REST operation above takes a key).
+    sessionSecret: getDashboardWebhookSecret,
+    deliveries: listWebhookDeliveries,
+  }),
   service: router({ capabilities: getCapabilities }),
   connectedApps: router({ list: listConnectedApps, revoke: revokeConnectedApp }),
   selection: router({ status: getSelectionStatus, start: startSelection, refine: refineSelection }),

@@ -1,19 +1,16 @@
-import { Retouch } from "@retouch/sdk";
 import { useSyncExternalStore } from "react";
 
 /**
- * The API key this browser tab uses for what only a key may do: submitting
- * edits (the playground) and reading the webhook signing secret. The session
- * cookie is refused there by design. The key is kept in sessionStorage, so it
- * lives as long as the tab and is never written to disk by the page; whoever
- * could read it could already use the session to create keys, so it grants
- * nothing new. A key created in the dashboard becomes the tab's key.
+ * The last API key created in this browser tab, so the Connect page can fill
+ * in its prefix (never the key) where a client's key goes. The dashboard
+ * itself needs no key: the playground and the webhook secret are read on the
+ * session. Only the key's name and prefix are kept (sessionStorage, as long as
+ * the tab lives), never the key itself, which nothing in the page uses.
  */
 export interface BrowserKey {
   id: string | undefined;
   name: string;
   prefix: string;
-  key: string;
 }
 
 const STORAGE_KEY = "retouch.browser_key";
@@ -51,18 +48,4 @@ function subscribe(listener: () => void): () => void {
 
 export function useBrowserKey(): BrowserKey | undefined {
   return useSyncExternalStore(subscribe, read);
-}
-
-/** The SDK with the tab's key: its submit, polling and result helpers, as any client uses them. */
-export function retouchWithKey(key: string): Retouch {
-  return new Retouch({ baseUrl: window.location.origin, apiKey: key, maxRetries: 2 });
-}
-
-/**
- * An Idempotency-Key. The SDK's default uses crypto.randomUUID, which browsers
- * offer on https and localhost only; a service on plain http elsewhere still works.
- */
-export function newIdempotencyKey(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

@@ -25,7 +25,7 @@ export const REFUSAL_MESSAGES: Record<ErrorCode, string> = {
     "This server can’t do that edit. Try one of the suggestions under the prompt, such as “remove the background” or “make it black and white”.",
   batch_exceeds_plan_limit: "Your plan runs fewer pictures at a time. Send fewer at once.",
   unauthorized: "You are signed out. Sign in again, then try once more.",
-  insufficient_credits: "You have no credits left. Top up your credits, or wait for your plan’s next allowance.",
+  insufficient_credits: "You have no credits left. Buy more on the Billing page, or wait for your plan’s next allowance.",
   email_unverified: "Verify your email address first: open the link we sent you, then try again.",
   cross_site_request: "This page could not send the request. Reload the page and try again.",
   payload_too_large: "This picture is too large. Choose a smaller one, or make it smaller first.",
@@ -36,7 +36,7 @@ export const REFUSAL_MESSAGES: Record<ErrorCode, string> = {
   service_unavailable: "The service is busy or restarting. Try again in {retry}.",
   internal_error: "Something went wrong on our side. Try again in a moment.",
   payments_not_configured: "This server does not sell credits or plans. Ask the people who run it for more credits.",
-  already_subscribed: "You already have a plan. Change or cancel it from the billing portal.",
+  already_subscribed: "You already have a plan. Change or cancel it with “Manage your plan” on the Billing page.",
 };
 
 function retryText(error: unknown): string {

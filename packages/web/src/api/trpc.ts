@@ -6,10 +6,10 @@ import { isTransient, isUnauthorized } from "./errors";
 import type { AppRouter } from "./router";
 
 /**
- * The dashboard's calls that authenticate with the session cookie: the browser
- * sends it itself (same origin), so no header is set here. Calls made with an
- * API key (the playground, the webhook secret) go through the SDK instead
- * (browser-key.ts), so a refused key never reads as a lost session.
+ * The dashboard's calls, all on the session cookie: the browser sends it
+ * itself (same origin), so no header is set here. What REST takes a key for
+ * (submitting edits, the webhook secret) has a session twin over tRPC
+ * (`playground.*`, `webhooks.sessionSecret`), so the page never needs a key.
  */
 export const trpcClient = createTRPCClient<AppRouter>({
   links: [httpLink({ url: `${window.location.origin}/trpc` })],

@@ -7,6 +7,7 @@ import { ErrorNote } from "./error-note";
 
 const SECTIONS = [
   { href: "/dashboard", label: "Overview" },
+  { href: "/dashboard/billing", label: "Billing" },
   { href: "/dashboard/keys", label: "API keys" },
   { href: "/dashboard/jobs", label: "Jobs" },
   { href: "/dashboard/playground", label: "Playground" },

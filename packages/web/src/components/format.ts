@@ -16,3 +16,12 @@ export function formatDuration(ms: number | null | undefined): string {
 export function plural(count: number, one: string, many = `${one}s`): string {
   return `${count} ${count === 1 ? one : many}`;
 }
+
+/** A price in the currency's smallest unit (Stripe's `unit_amount`), e.g. 900 usd → "$9.00"; "—" when unknown. */
+export function formatMoney(amount: number | null | undefined, currency: string | null | undefined): string {
+  if (amount === null || amount === undefined || !currency) return "—";
+  const format = new Intl.NumberFormat(undefined, { style: "currency", currency: currency.toUpperCase() });
+  // Zero-decimal currencies (JPY, KRW...) are counted in whole units, the others in hundredths.
+  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+  return format.format(amount / 10 ** digits);
+}

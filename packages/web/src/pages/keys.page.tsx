@@ -31,7 +31,7 @@ export function KeysPage() {
     trpc.keys.create.mutationOptions({
       onSuccess: (key) => {
         setCreated({ key: key.key, name: key.name });
-        setBrowserKey({ id: key.id, name: key.name, prefix: key.prefix, key: key.key });
+        setBrowserKey({ id: key.id, name: key.name, prefix: key.prefix });
         setName("");
         void refresh();
       },

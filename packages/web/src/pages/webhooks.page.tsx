@@ -1,11 +1,10 @@
-import { useMutation, useQuery } from "@tanstack/react-query";
-import { retouchWithKey, useBrowserKey } from "../api/browser-key";
+import { useQuery } from "@tanstack/react-query";
+import { useState } from "react";
 import { trpc } from "../api/trpc";
 import { CopyButton } from "../components/copy-button";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
 import { formatDate, formatDuration } from "../components/format";
-import { KeyPicker } from "../components/key-picker";
 import { TableRegion } from "../components/table-region";
 import { useTitle } from "../components/use-title";
 
@@ -17,7 +16,8 @@ function took(from: string, to: string | null): string {
 
 export function WebhooksPage() {
   useTitle("Webhooks");
-  const browserKey = useBrowserKey();
+  // Read on the session when asked for, and forgotten when hidden: the secret is not kept in the page's cache.
+  const [revealed, setRevealed] = useState(false);
   const deliveries = useQuery(
     trpc.webhooks.deliveries.queryOptions(
       { limit: 50 },
@@ -25,12 +25,9 @@ export function WebhooksPage() {
       { refetchInterval: (query) => (query.state.data?.deliveries.some((item) => item.status === "pending") ? 3000 : false) },
     ),
   );
-  const secret = useMutation({
-    mutationFn: () => {
-      if (!browserKey) throw new Error("Choose a key first.");
-      return retouchWithKey(browserKey.key).webhookSecret();
-    },
-  });
+  const secret = useQuery(
+    trpc.webhooks.sessionSecret.queryOptions(undefined, { enabled: revealed, gcTime: 0, staleTime: Number.POSITIVE_INFINITY }),
+  );
   return (
     <DashboardLayout>
       <h1>Webhooks</h1>
@@ -41,8 +38,7 @@ export function WebhooksPage() {
 
       <section aria-labelledby="secret-title">
         <h2 id="secret-title">Signing secret</h2>
-        <KeyPicker browserKey={browserKey} purpose="The secret is read" />
-        {secret.data ? (
+        {revealed && secret.data ? (
           <dl className="secrets">
             <dt>Secret (X-Retouch-Signature)</dt>
             <dd className="secret">
@@ -57,12 +53,12 @@ export function WebhooksPage() {
           </dl>
         ) : null}
         <div className="actions">
-          {secret.data ? (
-            <button type="button" className="button-quiet" onClick={() => secret.reset()}>
+          {revealed && secret.data ? (
+            <button type="button" className="button-quiet" onClick={() => setRevealed(false)}>
               Hide the secret
             </button>
           ) : (
-            <button type="button" disabled={!browserKey || secret.isPending} onClick={() => secret.mutate()}>
+            <button type="button" disabled={revealed && secret.isFetching} onClick={() => setRevealed(true)}>
               Reveal the secret
             </button>
           )}
