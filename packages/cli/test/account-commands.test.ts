@@ -1,9 +1,6 @@
-import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
@@ -12,31 +9,21 @@ import { productPhoto } from "../../../test/support/images";
 import { insertPendingJob } from "../../../test/support/jobs";
 import { connectApp } from "../../../test/support/oauth-client";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
+import { type CliRun, runCli } from "./run-cli";
 
 /** `retouch whoami`, `retouch jobs`, `retouch apps` and `retouch logout`: the built binary against a real Retouch. */
-const execFileAsync = promisify(execFile);
-const binary = path.join(path.resolve(path.dirname(fileURLToPath(import.meta.url)), ".."), "dist", "cli.js");
 
 let app: TestApp;
 let home: string;
 let account: KeyedAccount;
 
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, [binary, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: home,
-        RETOUCH_CONFIG: path.join(home, "config.json"),
-        RETOUCH_BASE_URL: app.url,
-        ...env,
-      },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
+function cli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return runCli(args, {
+    HOME: home,
+    RETOUCH_CONFIG: path.join(home, "config.json"),
+    RETOUCH_BASE_URL: app.url,
+    ...env,
+  });
 }
 
 beforeAll(async () => {

@@ -69,28 +69,22 @@ export function JobsPage() {
       </p>
       {/* Labels beside their fields, not around them: a select's options would join its name. */}
       <form className="filters" aria-label="Filter the jobs" onSubmit={(event) => event.preventDefault()}>
-        <div className="filter">
-          <label htmlFor="filter-status">Status</label>
-          <select id="filter-status" value={filters.status ?? ""} onChange={(event) => set("status", event.target.value)}>
-            <option value="">Any status</option>
-            {Object.entries(STATUS_LABELS).map(([value, label]) => (
-              <option key={value} value={value}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="filter">
-          <label htmlFor="filter-workflow">Workflow</label>
-          <select id="filter-workflow" value={filters.workflow ?? ""} onChange={(event) => set("workflow", event.target.value)}>
-            <option value="">Any workflow</option>
-            {Object.entries(WORKFLOW_TITLES).map(([value, label]) => (
-              <option key={value} value={value}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect
+          name="status"
+          label="Status"
+          anyLabel="Any status"
+          options={STATUS_LABELS}
+          value={filters.status}
+          onChange={(value) => set("status", value)}
+        />
+        <FilterSelect
+          name="workflow"
+          label="Workflow"
+          anyLabel="Any workflow"
+          options={WORKFLOW_TITLES}
+          value={filters.workflow}
+          onChange={(value) => set("workflow", value)}
+        />
         <div className="filter">
           <label htmlFor="filter-from">From</label>
           <input id="filter-from" type="date" value={filters.from ?? ""} onChange={(event) => set("from", event.target.value)} />
@@ -152,5 +146,30 @@ export function JobsPage() {
         </button>
       ) : null}
     </DashboardLayout>
+  );
+}
+
+/** One of the listing's filters as a select, its label beside it (not around it: the options would join its name). */
+function FilterSelect(props: {
+  name: string;
+  label: string;
+  anyLabel: string;
+  options: Record<string, string>;
+  value: string | undefined;
+  onChange(value: string): void;
+}) {
+  const id = `filter-${props.name}`;
+  return (
+    <div className="filter">
+      <label htmlFor={id}>{props.label}</label>
+      <select id={id} value={props.value ?? ""} onChange={(event) => props.onChange(event.target.value)}>
+        <option value="">{props.anyLabel}</option>
+        {Object.entries(props.options).map(([value, label]) => (
+          <option key={value} value={value}>
+            {label}
+          </option>
+        ))}
+      </select>
+    </div>
   );
 }
