@@ -6,6 +6,7 @@ import { refusalMessage } from "../api/refusal-messages";
 import { trpc } from "../api/trpc";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { formatDate, formatMoney, plural } from "../components/format";
+import { limitsText, Stat } from "../components/stat";
 import { TableRegion } from "../components/table-region";
 import { useTitle } from "../components/use-title";
 
@@ -86,24 +87,13 @@ export function BillingPage() {
           </div>
           {account.data ? (
             <dl className="stats">
-              <div className="stat">
-                <dt>Credits</dt>
-                <dd>
-                  <span className="stat-value" data-testid="billing-credits">
-                    {account.data.credits_remaining}
-                  </span>
-                  <span className="muted">One per image, refunded if an edit fails.</span>
-                </dd>
-              </div>
-              <div className="stat">
-                <dt>Plan</dt>
-                <dd>
-                  <span className="stat-value">{planLabel(account.data.plan)}</span>
-                  <span className="muted">
-                    {plural(account.data.limits.per_minute, "image")} a minute, {account.data.limits.concurrent} at once.
-                  </span>
-                </dd>
-              </div>
+              <Stat
+                label="Credits"
+                value={account.data.credits_remaining}
+                note="One per image, refunded if an edit fails."
+                testId="billing-credits"
+              />
+              <Stat label="Plan" value={planLabel(account.data.plan)} note={limitsText(account.data.limits)} />
             </dl>
           ) : null}
         </>
@@ -117,57 +107,38 @@ export function BillingPage() {
       {data ? (
         <>
           <dl className="stats">
-            <div className="stat">
-              <dt>Credits</dt>
-              <dd>
-                <span className="stat-value" data-testid="billing-credits">
-                  {data.credits_remaining}
-                </span>
-                <span className="muted">
-                  {data.allowance
-                    ? `${data.allowance.remaining} of them from this period’s allowance, spent first.`
-                    : "One per image. Bought credits never expire."}
-                </span>
-              </dd>
-            </div>
-            <div className="stat">
-              <dt>Plan</dt>
-              <dd>
-                <span className="stat-value" data-testid="billing-plan">
-                  {planLabel(data.plan)}
-                </span>
-                <span className="muted">
-                  {plural(data.limits.per_minute, "image")} a minute, {data.limits.concurrent} at once.
-                </span>
-              </dd>
-            </div>
+            <Stat
+              label="Credits"
+              value={data.credits_remaining}
+              note={
+                data.allowance
+                  ? `${data.allowance.remaining} of them from this period’s allowance, spent first.`
+                  : "One per image. Bought credits never expire."
+              }
+              testId="billing-credits"
+            />
+            <Stat label="Plan" value={planLabel(data.plan)} note={limitsText(data.limits)} testId="billing-plan" />
             {data.allowance ? (
-              <div className="stat">
-                <dt>Allowance</dt>
-                <dd>
-                  <span className="stat-value" data-testid="billing-allowance">
-                    {data.allowance.remaining}
-                  </span>
-                  <span className="muted">
-                    Left of {data.allowance.monthly} this period; a plan’s credits renew each period and do not roll over.
-                  </span>
-                </dd>
-              </div>
+              <Stat
+                label="Allowance"
+                value={data.allowance.remaining}
+                note={`Left of ${data.allowance.monthly} this period; a plan’s credits renew each period and do not roll over.`}
+                testId="billing-allowance"
+              />
             ) : null}
             {data.subscription ? (
-              <div className="stat">
-                <dt>{data.subscription.cancel_at_period_end ? "Ends" : "Renews"}</dt>
-                <dd>
-                  <span className="stat-value stat-value-small">{formatDate(data.subscription.renews_at)}</span>
-                  <span className="muted">
-                    {data.subscription.cancel_at_period_end
-                      ? `Your ${planLabel(data.subscription.plan)} plan ends then, and the account is Free again.`
-                      : data.subscription.status === "past_due"
-                        ? "The last payment failed; Stripe tries again. Update your card with “Manage your plan”."
-                        : `${planLabel(data.subscription.plan)}, ${data.subscription.status}.`}
-                  </span>
-                </dd>
-              </div>
+              <Stat
+                label={data.subscription.cancel_at_period_end ? "Ends" : "Renews"}
+                value={formatDate(data.subscription.renews_at)}
+                valueClass="stat-value-small"
+                note={
+                  data.subscription.cancel_at_period_end
+                    ? `Your ${planLabel(data.subscription.plan)} plan ends then, and the account is Free again.`
+                    : data.subscription.status === "past_due"
+                      ? "The last payment failed; Stripe tries again. Update your card with “Manage your plan”."
+                      : `${planLabel(data.subscription.plan)}, ${data.subscription.status}.`
+                }
+              />
             ) : null}
           </dl>
 

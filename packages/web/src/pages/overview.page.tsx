@@ -4,7 +4,7 @@ import { Link } from "wouter";
 import { trpc } from "../api/trpc";
 import { DashboardLayout } from "../components/dashboard-layout";
 import { ErrorNote } from "../components/error-note";
-import { plural } from "../components/format";
+import { limitsText, Stat } from "../components/stat";
 import { useTitle } from "../components/use-title";
 
 /** The chart library is most of the chart's weight: loaded with the overview, not with every page. */
@@ -40,31 +40,18 @@ export function OverviewPage() {
             </div>
           )}
           <dl className="stats">
-            <div className="stat">
-              <dt>Credits</dt>
-              <dd>
-                <span className="stat-value" data-testid="credits">
-                  {data.credits_remaining}
-                </span>
-                <span className="muted">One per image, refunded if an edit fails.</span>
-              </dd>
-            </div>
-            <div className="stat">
-              <dt>Plan</dt>
-              <dd>
-                <span className="stat-value capitalize">{data.plan}</span>
-                <span className="muted">
-                  {plural(data.limits.per_minute, "image")} a minute, {data.limits.concurrent} at once.
-                </span>
-              </dd>
-            </div>
-            <div className="stat">
-              <dt>This month</dt>
-              <dd>
-                <span className="stat-value">{data.usage.this_month}</span>
-                <span className="muted">{data.usage.this_month === 1 ? "image edited" : "images edited"}</span>
-              </dd>
-            </div>
+            <Stat
+              label="Credits"
+              value={data.credits_remaining}
+              note="One per image, refunded if an edit fails."
+              testId="credits"
+            />
+            <Stat label="Plan" value={data.plan} note={limitsText(data.limits)} valueClass="capitalize" />
+            <Stat
+              label="This month"
+              value={data.usage.this_month}
+              note={data.usage.this_month === 1 ? "image edited" : "images edited"}
+            />
           </dl>
           <p>
             Signed in as <strong>{data.name}</strong> ({data.email}).
