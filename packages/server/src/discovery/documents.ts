@@ -73,6 +73,8 @@ Retouch edits an existing image; it cannot generate one from nothing. The prompt
 
 With the key (or the cookie), \`GET ${base}/api/account\` shows the plan, its limits, the credits left and the jobs charged this month; \`GET ${base}/api/jobs\` lists past jobs, newest first (pass \`next_cursor\` back as \`cursor\` for older ones).
 
+Where the server sells credits and plans (Stripe), \`GET ${base}/api/billing\` shows the plan, balance, allowance, renewal, the packs and plans on offer and past purchases; \`POST ${base}/api/billing/checkout\` with \`{"credits": 100}\` or \`{"plan": "starter"}\` returns \`{"url"}\`, a checkout page for the account owner to open (paying also verifies the email). Where it does not, these answer 409 \`payments_not_configured\`.
+
 ## Editing an image
 
 1. \`POST ${base}/api/process\` with \`Authorization: Bearer pk_...\` and \`{"image": "<base64 JPEG/PNG/WebP>", "prompt": "remove the background"}\` (or \`"image_url": "https://..."\`, a public address the service fetches) → \`{"job_id", "credits_remaining"}\`. Optional: \`format\` (jpeg, png, webp), \`quality\` (1-100), \`mask\`, \`detect\`, \`webhook_url\`, or \`{"images": [...]}\` for a batch. Send an \`Idempotency-Key\` header to retry safely.
@@ -186,7 +188,7 @@ A tool error is a result with \`isError\` whose text is JSON \`{"code", "message
 | \`invalid_request\` (400) | fix the field the message names; do not retry unchanged |
 | \`unsupported_instruction\` (400) | the server cannot do this prompt (nothing charged); rephrase with what the message or \`/api/capabilities\` lists |
 | \`email_unverified\` (403) | the account owner must open the verification email |
-| \`insufficient_credits\` (402) | the balance is empty; tell the user |
+| \`insufficient_credits\` (402) | the balance is empty; tell the user (where the server sells credits, \`POST /api/billing/checkout\` gives them a page to pay on) |
 | \`rate_limited\` (429) | wait the \`Retry-After\` seconds (over MCP: \`retry_after_seconds\`), then retry with the same idempotency key |
 | \`too_many_in_flight\` (429) | wait for running jobs to finish, then retry |
 | \`image_fetch_failed\` (502) | the host of \`image_url\` failed; nothing was charged; retry later with the same idempotency key |
