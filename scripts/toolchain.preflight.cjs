@@ -11,21 +11,23 @@ const path = require("path");
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "package.json"), "utf8"));
 // The one place the minimum is written: package.json's engines.node (">=22.2").
-const wanted = /(\d+)(?:\.(\d+))?/.exec(manifest.engines.node);
-const minimum = [Number(wanted[1]), Number(wanted[2] || 0)];
+const wanted = /(\d+)(?:\.(\d+))?/.exec(manifest.engines.node) || ["", "22", "2"];
+const minimum = { major: Number(wanted[1]), minor: Number(wanted[2] || 0) };
 const pinnedPnpm = manifest.packageManager.split("@")[1];
 const pnpmMajor = pinnedPnpm.split(".")[0];
 const where = "README.md's first lines say how";
 
-function tooOld(version, floor) {
-  const parts = version.split(".").map(Number);
-  return parts[0] < floor[0] || (parts[0] === floor[0] && (parts[1] || 0) < floor[1]);
+/** @param {string} version */
+function tooOld(version) {
+  const parts = version.split(".");
+  const major = Number(parts[0]);
+  return major < minimum.major || (major === minimum.major && Number(parts[1] || 0) < minimum.minor);
 }
 
 function problem() {
-  if (tooOld(process.versions.node, minimum)) {
+  if (tooOld(process.versions.node)) {
     return (
-      `Retouch needs Node.js ${minimum.join(".")} or newer (24 recommended), not ${process.version} (${process.execPath}): ` +
+      `Retouch needs Node.js ${minimum.major}.${minimum.minor} or newer (24 recommended), not ${process.version} (${process.execPath}): ` +
       `install Node 24 (\`nvm install 24\`, \`fnm install 24\` or https://nodejs.org/en/download) and run this again; ${where}.`
     );
   }
