@@ -89,6 +89,18 @@ describe("publishable", () => {
     const attw = await execFileAsync(bin("attw"), ["--pack", ".", "--format", "ascii"], { cwd: cliDir });
     expect(attw.stdout).toMatch(/does not contain types/);
   }, 120_000);
+
+  it("has a pending changeset that releases both together, and never a private package", async () => {
+    await execFileAsync(bin("changeset"), ["status", `--output=${path.join(project, "changesets.json")}`], { cwd: root });
+    const status = JSON.parse(await readFile(path.join(project, "changesets.json"), "utf8")) as {
+      releases: Array<{ name: string; type: string; newVersion?: string }>;
+    };
+    const released = status.releases.filter((release) => release.type !== "none");
+    expect(released.map((release) => release.name).sort()).toEqual(["@retouch/cli", "@retouch/sdk"]);
+    expect(new Set(released.map((release) => release.newVersion)).size).toBe(1);
+    const manifest = JSON.parse(await readFile(path.join(root, "package.json"), "utf8"));
+    expect(manifest.scripts.release).toMatch(/changeset publish$/);
+  }, 60_000);
 });
 
 describe("installed from the tarballs", () => {
