@@ -101,7 +101,10 @@ it("runs the README's SDK snippet as written, against a live server", async () =
   expect(snippet, "README.md has a ts block that imports @retouch/sdk").toBeDefined();
   const account = await keyedAccount(app);
   const dir = await mkdtemp(path.join(project, "readme-"));
-  await writeFile(path.join(dir, "photo.jpg"), await sharp(await productPhoto()).jpeg().toBuffer());
+  const jpeg = await sharp(await productPhoto())
+    .jpeg()
+    .toBuffer();
+  await writeFile(path.join(dir, "photo.jpg"), jpeg);
   await writeFile(path.join(dir, "readme.mjs"), (snippet as string).replaceAll("http://localhost:3000", app.url));
   const run = await execFileAsync(process.execPath, ["readme.mjs"], {
     cwd: dir,
