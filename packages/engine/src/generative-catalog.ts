@@ -459,19 +459,26 @@ export function isFiller(clause: string): boolean {
 }
 
 function unsupported(clause: string, hint?: string): EngineError {
-  const known = CATALOG.map((entry) => entry.name).join(", ");
   return new EngineError(
     "unsupported_instruction",
-    hint
-      ? `Cannot carry out "${clause}": ${hint}.`
-      : `The built-in engine cannot carry out "${clause}". It edits deterministically and understands: ${known}.`,
+    hint ? `Cannot carry out "${clause}": ${hint}.` : `The built-in engine cannot carry out "${clause}".`,
   );
+}
+
+/** The catalog's edits in one sentence, said once at the end of a refusal (never once per clause). */
+export function knownEdits(): string {
+  return `It edits deterministically and understands: ${CATALOG.map((entry) => entry.name).join(", ")}.`;
 }
 
 /** A clause the catalog cannot carry out, and why, in words a person can act on. */
 export interface UnderstoodProblem {
   clause: string;
   message: string;
+  /**
+   * No catalog entry matches the clause at all: the message names the clause only, and whoever
+   * refuses adds what does work, once (planEdit at submission, parseInstructions in a job).
+   */
+  unrecognised?: true;
 }
 
 export interface InstructionReading {
@@ -500,7 +507,7 @@ export function readInstructions(prompt: string, context: ReadingContext = {}): 
       }
       continue;
     }
-    if (!isFiller(clause)) problems.push({ clause, message: unsupported(clause).message });
+    if (!isFiller(clause)) problems.push({ clause, message: unsupported(clause).message, unrecognised: true });
   }
   if (steps.length === 0 && problems.length === 0) {
     problems.push({
@@ -515,6 +522,11 @@ export function readInstructions(prompt: string, context: ReadingContext = {}): 
 export function parseInstructions(prompt: string, context: ReadingContext = {}): EditStep[] {
   const { steps, problems } = readInstructions(prompt, context);
   const [problem] = problems;
-  if (problem) throw new EngineError("unsupported_instruction", problem.message);
+  if (problem) {
+    throw new EngineError(
+      "unsupported_instruction",
+      problem.unrecognised ? `${problem.message} ${knownEdits()}` : problem.message,
+    );
+  }
   return steps;
 }

@@ -70,6 +70,16 @@ describe("planEdit: who carries out a prompt", () => {
     expect(planEdit({ prompt: "remove the background and make her smile" }, hosted)).toMatchObject({ executor: "provider" });
   });
 
+  it("lists what works once in a refusal, not once per clause and again at the end", () => {
+    const list = CATALOG.map((entry) => entry.name).join(", ");
+    for (const prompt of ["make it a watercolour painting", "make it brighter and add a dragon", "add a hat, add a dragon"]) {
+      const plan = planEdit({ prompt }, none);
+      expect(plan, prompt).toMatchObject({ ok: false, reason: "unsupported_instruction" });
+      if (plan.ok) return;
+      expect(plan.message.split(list).length - 1, plan.message).toBe(1);
+    }
+  });
+
   it("accepts any detect term with a mask (the mask skips detection), and refuses an unknown one without", () => {
     for (const detect of ["flux capacitor", "watermark . power line", "person"]) {
       for (const prompt of ["remove it", "Remove the marked object"]) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type EditStep, parseInstructions } from "../src/generative-catalog";
+import { CATALOG, type EditStep, parseInstructions } from "../src/generative-catalog";
 
 describe("parseInstructions: one instruction", () => {
   it.each<[string, EditStep]>([
@@ -124,5 +124,18 @@ describe("parseInstructions: what it cannot do", () => {
     expect(() => parseInstructions("crop it")).toThrow(/say how to crop/);
     expect(() => parseInstructions("please")).toThrow(/names no edit/);
     expect(() => parseInstructions("")).toThrow(/names no edit/);
+  });
+
+  it("says once, after the clause it could not do, what it can", () => {
+    const list = CATALOG.map((entry) => entry.name).join(", ");
+    const error = (() => {
+      try {
+        parseInstructions("add a dragon");
+      } catch (caught) {
+        return caught as Error;
+      }
+      throw new Error("parseInstructions accepted a dragon");
+    })();
+    expect(error.message.split(list).length - 1, error.message).toBe(1);
   });
 });

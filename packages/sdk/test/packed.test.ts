@@ -93,6 +93,27 @@ export const verify = (secret: string, body: string) => verifyWebhook(secret, {}
   expect(result.stdout).toBe("");
 }, 120_000);
 
+it("runs the README's SDK snippet as written, against a live server", async () => {
+  // The README's block that imports the SDK, with only the server's address filled in (its key comes from the environment).
+  const readme = await readFile(path.join(root, "README.md"), "utf8");
+  const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1] ?? "");
+  const snippet = blocks.find((block) => block.includes('from "@retouch/sdk"'));
+  expect(snippet, "README.md has a ts block that imports @retouch/sdk").toBeDefined();
+  const account = await keyedAccount(app);
+  const dir = await mkdtemp(path.join(project, "readme-"));
+  const jpeg = await sharp(await productPhoto())
+    .jpeg()
+    .toBuffer();
+  await writeFile(path.join(dir, "photo.jpg"), jpeg);
+  await writeFile(path.join(dir, "readme.mjs"), (snippet as string).replaceAll("http://localhost:3000", app.url));
+  const run = await execFileAsync(process.execPath, ["readme.mjs"], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, RETOUCH_API_KEY: account.key },
+  }).catch((error: { stderr: string }) => ({ stderr: error.stderr, failed: true }));
+  expect("failed" in run ? run.stderr : "").toBe("");
+  expect(await sharp(path.join(dir, "cutout.png")).metadata()).toMatchObject({ format: "png", hasAlpha: true });
+}, 120_000);
+
 it("runs an edit end to end from the installed package", async () => {
   const account = await keyedAccount(app);
   await writeFile(path.join(project, "photo.png"), await productPhoto());

@@ -1,3 +1,7 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { CATALOG } from "@retouch/engine";
 import { Retouch } from "@retouch/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
@@ -49,9 +53,11 @@ describe("prompts this server cannot carry out", () => {
     expect(response.status, response.text).toBe(400);
     expect(response.body.code).toBe("unsupported_instruction");
     expect(response.body.message).toMatch(message);
-    // The refusal says what the server can do instead.
+    // The refusal says what the server can do instead, once.
     expect(response.body.message).toMatch(/remove the background/);
     expect(response.body.message).toMatch(/GET \/api\/capabilities/);
+    const edits = CATALOG.map((entry) => entry.name).join(", ");
+    expect(response.body.message.split(edits).length - 1, response.body.message).toBeLessThanOrEqual(1);
     await expectUntouched(plain, account);
   });
 
@@ -116,5 +122,31 @@ describe("GET /api/capabilities", () => {
     const document = await request(plain.url, "GET", "/openapi.json");
     expect(document.body.paths["/api/capabilities"].get.summary).toBe("What this server can do");
     expect(document.body.paths["/api/process"].post.responses["400"]).toBeDefined();
+  });
+});
+
+describe("GET /api/capabilities: no server paths (security)", () => {
+  let withFile: TestApp | undefined;
+  let dir: string;
+  afterAll(async () => {
+    await withFile?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("names an operator's own background model by its file name, never the directory it is in", async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), "retouch-private-"));
+    const file = path.join(dir, "operator-only", "my-matting.onnx");
+    await mkdir(path.dirname(file));
+    // Never loaded by the API role: the answer is built from configuration alone.
+    await writeFile(file, "not a real model");
+    withFile = await startTestApp({ RETOUCH_BACKGROUND_MODEL: file }, { role: "api" });
+    const response = await request(withFile.url, "GET", "/api/capabilities");
+    expect(response.status, response.text).toBe(200);
+    expect(response.body.models.background).toEqual({ name: "my-matting.onnx", installed: true });
+    expect(response.text).not.toContain(dir);
+    expect(response.text).not.toContain("operator-only");
+    for (const place of [os.tmpdir(), process.cwd(), withFile.config.models.dir]) {
+      expect(response.text).not.toContain(place);
+    }
   });
 });

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
@@ -206,6 +206,15 @@ describe("pnpm retouch models", () => {
     expect(removed.output).toMatch(/Removed .*test-red\.onnx\./);
     expect(row((await models("list")).output, "test-red")).toMatch(/ +no +yes$/);
     expect((await models("remove", "test-red")).output).toMatch(/test-red is not installed\./);
+  });
+
+  it("shows the operator the full path of a background model given as a file (GET /api/capabilities names the file only)", async () => {
+    const file = path.join(env.RETOUCH_DATA_DIR ?? "", "own", "my-matting.onnx");
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, "not a real model");
+    const proc = spawnServerEntry("dist/admin.js", ["models", "list"], { ...env, RETOUCH_BACKGROUND_MODEL: file });
+    expect(await proc.exited).toBe(0);
+    expect(proc.output()).toContain(`Background model file: ${file}\n`);
   });
 
   it("answers an unknown model or command with what there is", async () => {

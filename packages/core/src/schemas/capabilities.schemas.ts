@@ -43,7 +43,9 @@ export const capabilitiesOutput = z.object({
   models: z.object({
     background: z
       .object({
-        name: z.string().describe("Catalog name or file of the learned model configured for background removal"),
+        name: z
+          .string()
+          .describe("Catalog name, or file name (never its directory), of the learned model configured for background removal"),
         installed: z.boolean().describe("False while it is being fetched: the classical segmenter answers meanwhile"),
       })
       .nullable()

@@ -1,3 +1,4 @@
+import path from "node:path";
 import { CATALOG, COCO_LABELS, createGenerativeProvider, ModelLibrary, minisamModelFiles } from "@retouch/engine";
 import type { Config } from "../config/env";
 import type { CapabilitiesOutput } from "../schemas/capabilities.schemas";
@@ -95,7 +96,9 @@ export class CapabilitiesService {
 
   private async backgroundModel(): Promise<CapabilitiesOutput["models"]["background"]> {
     const { backgroundModel, models } = this.config;
-    if (backgroundModel) return { name: backgroundModel.path, installed: true };
+    // An operator's own model file is named by its file name only: this answer needs no credentials, and the
+    // server's directory layout is nobody else's business (the admin CLI shows the full path to the operator).
+    if (backgroundModel) return { name: path.basename(backgroundModel.path), installed: true };
     if (!models.background) return null;
     const status = await this.library.status(models.background);
     return { name: models.background, installed: status.state === "installed" };

@@ -39,6 +39,8 @@ export async function runModelsCommand(
       output.stdout.write(formatList(statuses, [models.background, models.inpainting, models.segmenter, models.detector]));
       output.stdout.write(formatFiles(statuses));
       output.stdout.write(`\nModels directory: ${models.dir}${models.mirror ? `; mirror: ${models.mirror}` : ""}\n`);
+      // The full path is for the operator: GET /api/capabilities names the file only.
+      if (config.backgroundModel) output.stdout.write(`Background model file: ${config.backgroundModel.path}\n`);
       return 0;
     }
     case "pull": {
