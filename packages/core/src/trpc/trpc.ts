@@ -18,6 +18,8 @@ export interface ProcedureMeta extends OpenApiMeta {
    * operation that can have them.
    */
   errors?: ErrorCode[];
+  /** Headers the operation sends on its success and on its 429 answers (documented on both in OpenAPI). */
+  responseHeaders?: Record<string, { description: string; schema: Record<string, unknown> }>;
   /** HTTP status of a successful REST response (200 unless said otherwise), fixed or chosen from the output. */
   successStatus?: number | ((output: unknown) => number);
   /** Offered to agents as an MCP tool (POST /mcp). */

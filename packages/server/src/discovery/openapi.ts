@@ -323,6 +323,13 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
       ];
       if (meta.errors?.includes("job_failed")) codes.splice(codes.indexOf("internal_error"), 1);
       Object.assign(responses, errorResponses([...new Set(codes)]));
+      // Headers the operation declares itself (a submission's X-RateLimit-*), on its success and its 429.
+      if (meta.responseHeaders) {
+        for (const status of Object.keys(responses).filter((status) => status.startsWith("2") || status === "429")) {
+          const response = responses[status] as Json;
+          responses[status] = { ...response, headers: { ...(response.headers as Json | undefined), ...meta.responseHeaders } };
+        }
+      }
       operation.responses = responses;
 
       operation.security =

@@ -5,11 +5,13 @@ import {
   processInputSchema,
   submissionOutput,
 } from "../../schemas/process.schemas";
+import { RATE_LIMIT_HEADERS, sendRateLimitHeaders } from "../rate-limit-headers";
 import { apiKeyProcedure } from "../trpc";
 
 export const submitProcess = apiKeyProcedure
   .meta({
     imageBody: true,
+    responseHeaders: RATE_LIMIT_HEADERS,
     errors: [
       "invalid_request",
       "unsupported_instruction",
@@ -43,5 +45,10 @@ export const submitProcess = apiKeyProcedure
   .input(processInputSchema)
   .output(submissionOutput)
   .mutation(({ ctx, input }) =>
-    ctx.services.submissions.submit(ctx.principal, input, ctx.request.headers.get("idempotency-key") ?? undefined),
+    ctx.services.submissions.submit(
+      ctx.principal,
+      input,
+      ctx.request.headers.get("idempotency-key") ?? undefined,
+      sendRateLimitHeaders(ctx),
+    ),
   );
