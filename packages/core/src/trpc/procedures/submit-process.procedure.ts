@@ -3,6 +3,7 @@ import {
   editImageToolOutput,
   MAX_WAIT_SECONDS,
   processInputSchema,
+  processItemSchema,
   submissionOutput,
 } from "../../schemas/process.schemas";
 import { RATE_LIMIT_HEADERS, sendRateLimitHeaders } from "../rate-limit-headers";
@@ -12,6 +13,15 @@ export const submitProcess = apiKeyProcedure
   .meta({
     imageBody: true,
     responseHeaders: RATE_LIMIT_HEADERS,
+    // curl -F image=@photo.jpg -F prompt=...: one image; a batch stays JSON.
+    multipart: {
+      files: {
+        image: { required: true, alternative: "image_url", description: "The picture: JPEG, PNG or WebP" },
+        mask: { required: false, description: "A PNG; white marks the area to edit" },
+      },
+      text: Object.keys(processItemSchema.shape).filter((name) => name !== "image" && name !== "mask"),
+      numbers: ["quality"],
+    },
     errors: [
       "invalid_request",
       "unsupported_instruction",
