@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type KeyedAccount, keyedAccount, waitForJob } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
-import { rawUpload } from "../../../test/support/raw-upload";
+import { announceUpload, rawUpload } from "../../../test/support/raw-upload";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
 
 /**
@@ -285,6 +285,14 @@ describe("multipart/form-data uploads: limits while reading, credentials before 
     // The client had written only what it sent before the answer came: the body was never waited for.
     expect(answer.sent).toBe(8 * 1024);
     expect(answer.headers.connection).toBe("close");
+    // The same upload with the key is read: the 401 was the credentials' doing, not the body's type.
+    const withKey = await announceUpload(
+      app.url,
+      "/api/process",
+      { authorization: `Bearer ${account.key}`, "content-type": `multipart/form-data; boundary=${BOUNDARY}` },
+      1024 * 1024,
+    );
+    expect(withKey).toBe("admitted");
   });
 
   it("still refuses other body types on POST /api/process with 415, naming both it takes", async () => {

@@ -40,7 +40,7 @@ export const submitProcess = apiKeyProcedure
       tags: ["Jobs"],
       summary: "Submit an edit (one image or a batch)",
       description:
-        "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely. Each image comes as base64 (`image`) or as a public https: URL the service fetches now (`image_url`); a fetch the host fails answers 502 `image_fetch_failed`, charges nothing, and can be retried with the same key. A prompt this server cannot carry out (GET /api/capabilities says what it can) answers 400 `unsupported_instruction` at once: no job, no charge.",
+        "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely. Each image comes as base64 (`image`) or as a public https: URL the service fetches now (`image_url`); one image may also come as `multipart/form-data` with the picture as a file part (`curl -F image=@photo.jpg -F prompt=...`); a fetch the host fails answers 502 `image_fetch_failed`, charges nothing, and can be retried with the same key. A prompt this server cannot carry out (GET /api/capabilities says what it can) answers 400 `unsupported_instruction` at once: no job, no charge. Every answer, 200 and 429 alike, says where you stand in `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`.",
     },
     mcp: {
       name: "edit_image",
