@@ -180,6 +180,31 @@ describe("multipart/form-data uploads: refusals, nothing charged", () => {
     expect(await balance()).toBe(before);
   });
 
+  it.each<[string, string, Buffer]>([
+    ["without its boundary", "multipart/form-data", curlBody([{ name: "prompt", value: "sepia" }])],
+    [
+      "cut short (no closing boundary)",
+      `multipart/form-data; boundary=${BOUNDARY}`,
+      curlBody([
+        { name: "prompt", value: "sepia" },
+        { name: "image", file: Buffer.alloc(2048, 7), filename: "photo.png", type: "image/png" },
+      ]).subarray(0, 400),
+    ],
+  ])("a body %s is 400 invalid_request, nothing charged", async (_label, contentType, body) => {
+    // Cut short inside a file part, the parser errors on the part's stream: unheard, that error would be an
+    // uncaught exception (vitest reports it, and it would end a server).
+    const before = await balance();
+    const response = await request(app.url, "POST", "/api/process", {
+      key: account.key,
+      headers: { "content-type": contentType },
+      rawBody: body,
+    });
+    expect(response.status, response.text).toBe(400);
+    expect(response.body.code).toBe("invalid_request");
+    expect(response.body.message).toMatch(/multipart\/form-data/);
+    expect(await balance()).toBe(before);
+  });
+
   it("the same picture as base64 in JSON and as a file part is refused with the same code and message", async () => {
     const garbage = Buffer.from("definitely not an image");
     const json = await request(app.url, "POST", "/api/process", {

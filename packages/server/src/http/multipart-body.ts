@@ -90,6 +90,11 @@ export async function readMultipartBody(
         );
       } else if (!failure) chunks.push(chunk);
     });
+    // A body cut short inside a file part errors on the part's stream: without a listener, that would throw out of
+    // the process (any client could stop the server with a truncated upload).
+    stream.on("error", (error: Error) => {
+      fail(invalid(`The multipart/form-data body is malformed: ${error.message}.`));
+    });
     stream.on("end", () => {
       if (!failure && size <= maxFileBytes) files.set(name, Buffer.concat(chunks, size));
     });
