@@ -94,5 +94,6 @@ export { ServiceSecretsStore } from "./stores/service-secrets.store";
 export { authenticate, type CredentialKind, type ProcedureCredentialKind } from "./trpc/authenticate";
 export { type Context, createContext } from "./trpc/context";
 export { isClientError, toRetouchError, trpcErrorResponse } from "./trpc/errors";
+export { RATE_LIMIT_HEADERS, type RateLimitHeaderName } from "./trpc/rate-limit-headers";
 export { type AppRouter, appRouter } from "./trpc/router";
-export { createCallerFactory, type ProcedureMeta } from "./trpc/trpc";
+export { createCallerFactory, type MultipartForm, type ProcedureMeta } from "./trpc/trpc";

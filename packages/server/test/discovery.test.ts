@@ -128,6 +128,21 @@ describe("GET /openapi.json", () => {
     for (const status of ["400", "401", "402", "403", "413", "422", "429", "502"])
       expect(submit.responses[status], status).toBeDefined();
     expect(submit.responses["429"].headers["Retry-After"]).toBeDefined();
+    // The rate-limit figures, on the success and the 429, as the operation declares them.
+    for (const status of ["200", "429"]) {
+      expect(Object.keys(submit.responses[status].headers), status).toEqual(
+        expect.arrayContaining(["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]),
+      );
+    }
+    expect(submit.responses["200"].headers["X-RateLimit-Reset"].schema).toEqual({ type: "integer", minimum: 0 });
+    // One image as multipart/form-data: the picture and the mask binary, the other fields as in JSON.
+    const multipart = submit.requestBody.content["multipart/form-data"];
+    expect(multipart.schema.properties.image).toMatchObject({ type: "string", contentMediaType: "application/octet-stream" });
+    expect(multipart.schema.properties.mask).toMatchObject({ type: "string", contentMediaType: "application/octet-stream" });
+    expect(multipart.schema.properties.quality.type).toBe("integer");
+    expect(multipart.schema.properties.images).toBeUndefined();
+    expect(multipart.schema.required).toEqual(["prompt"]);
+    expect(multipart.encoding.image.contentType).toContain("image/png");
     expect(submit.responses["503"].headers["Retry-After"]).toBeDefined();
     expect(Object.keys(submit.responses["429"].content["application/json"].examples).sort()).toEqual([
       "rate_limited",

@@ -103,3 +103,92 @@ describe("the per-minute plan limit over HTTP", () => {
     expect(admitted.status, admitted.text).toBe(200);
   });
 });
+
+describe("X-RateLimit-* headers on every answer of a submission", () => {
+  const figures = (headers: Headers) => ({
+    limit: headers.get("x-ratelimit-limit"),
+    remaining: headers.get("x-ratelimit-remaining"),
+    reset: headers.get("x-ratelimit-reset"),
+  });
+
+  it("count down over REST to a 429 whose Retry-After is X-RateLimit-Reset, a batch counting as its images", async () => {
+    const account = await keyedAccount(app, { plan: "starter" });
+    const photo = base64(await productPhoto());
+    // 10 of the starter plan's 15 images, 30 s ago, in the very log the limiter counts in.
+    const key = `submissions:${account.userId}`;
+    expect((await store.hit(key, { limit: 15, windowMs: MINUTE, amount: 10, now: Date.now() - 30_000 })).allowed).toBe(true);
+    const submit = (body: unknown) => request(app.url, "POST", "/api/process", { key: account.key, body });
+    const one = { image: photo, prompt: "sepia" };
+
+    const first = await submit(one);
+    expect(first.status, first.text).toBe(200);
+    expect(figures(first.headers)).toEqual({ limit: "15", remaining: "4", reset: "0" });
+
+    const batch = await submit({ images: [one, one, one] });
+    expect(batch.status, batch.text).toBe(200);
+    expect(figures(batch.headers)).toEqual({ limit: "15", remaining: "1", reset: "0" });
+
+    // Two images do not fit in the one left: refused whole, and the figures say why (one left, none to wait for).
+    const tooBig = await submit({ images: [one, one] });
+    expect(tooBig.status, tooBig.text).toBe(429);
+    expect(tooBig.body.code).toBe("rate_limited");
+    expect(figures(tooBig.headers)).toEqual({ limit: "15", remaining: "1", reset: "0" });
+    const wait = Number(tooBig.headers.get("retry-after"));
+    expect(wait).toBeGreaterThanOrEqual(28);
+    expect(wait).toBeLessThanOrEqual(31);
+
+    const last = await submit(one);
+    expect(last.status, last.text).toBe(200);
+    const lastFigures = figures(last.headers);
+    expect(lastFigures).toMatchObject({ limit: "15", remaining: "0" });
+    // The 10 old images leave the window about 30 s after they were counted.
+    expect(Number(lastFigures.reset)).toBeGreaterThanOrEqual(28);
+    expect(Number(lastFigures.reset)).toBeLessThanOrEqual(31);
+
+    const refused = await submit(one);
+    expect(refused.status, refused.text).toBe(429);
+    expect(refused.body.code).toBe("rate_limited");
+    const refusedFigures = figures(refused.headers);
+    expect(refusedFigures).toMatchObject({ limit: "15", remaining: "0" });
+    expect(refused.headers.get("retry-after")).toBe(refusedFigures.reset);
+    // Accepted: 1 + 3 + 1 images; nothing charged for the refusals.
+    expect((await app.services.profiles.get(account.userId)).credits).toBe(10 - 5);
+  });
+
+  it("come with the dashboard's playground.submit (tRPC) and MCP's edit_image, from the same count", async () => {
+    const account = await keyedAccount(app, { plan: "free" });
+    const photo = base64(await productPhoto());
+    const played = await request(app.url, "POST", "/trpc/playground.submit", {
+      cookie: account.cookie,
+      headers: { origin: app.url },
+      body: { image: photo, prompt: "sepia" },
+    });
+    expect(played.status, played.text).toBe(200);
+    expect(figures(played.headers)).toEqual({ limit: "5", remaining: "4", reset: "0" });
+
+    const mcp = await request(app.url, "POST", "/mcp", {
+      key: account.key,
+      headers: { accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" },
+      body: {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "edit_image", arguments: { image: photo, prompt: "sepia" } },
+      },
+    });
+    expect(mcp.status, mcp.text).toBe(200);
+    expect(mcp.body.result.isError, mcp.text).toBeFalsy();
+    expect(figures(mcp.headers)).toEqual({ limit: "5", remaining: "3", reset: "0" });
+
+    // The free plan runs 3 at once: the third pending job is refused (429 too_many_in_flight), with the figures.
+    await request(app.url, "POST", "/api/process", { key: account.key, body: { image: photo, prompt: "sepia" } });
+    const inFlight = await request(app.url, "POST", "/trpc/playground.submit", {
+      cookie: account.cookie,
+      headers: { origin: app.url },
+      body: { image: photo, prompt: "sepia" },
+    });
+    expect(inFlight.status, inFlight.text).toBe(429);
+    expect(inFlight.body.error.data.code).toBe("too_many_in_flight");
+    expect(figures(inFlight.headers)).toEqual({ limit: "5", remaining: "2", reset: "0" });
+  });
+});

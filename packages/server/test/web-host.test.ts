@@ -161,7 +161,13 @@ describe("CORS for a page on an allowed origin", () => {
     const rest = await fetch(`${app.url}/api/keys`, { headers });
     expect(rest.status).toBe(200);
     expect(rest.headers.get("access-control-allow-origin")).toBe(APP_ORIGIN);
-    expect(rest.headers.get("access-control-expose-headers")?.split(",")).toEqual(["X-Request-Id", "Retry-After"]);
+    expect(rest.headers.get("access-control-expose-headers")?.split(",")).toEqual([
+      "X-Request-Id",
+      "Retry-After",
+      "X-RateLimit-Limit",
+      "X-RateLimit-Remaining",
+      "X-RateLimit-Reset",
+    ]);
     expect(rest.headers.get("vary")).toMatch(/Origin/);
     expect(rest.headers.get("access-control-allow-credentials")).toBeNull();
 

@@ -25,6 +25,19 @@ const MINUTE = 60_000;
 /** Idempotency keys: printable ASCII, as Stripe and the IETF draft allow; a UUID fits. */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
+/**
+ * Where an account stands against its plan's images per minute: what the
+ * `X-RateLimit-*` headers say.
+ */
+export interface SubmissionRateLimit {
+  /** The plan's images per minute. */
+  limit: number;
+  /** Images that would still be accepted now (a batch needs one per image). */
+  remaining: number;
+  /** Seconds until one more image fits: 0 while `remaining` is above 0. */
+  resetSeconds: number;
+}
+
 /** An item that passed validation: ready to become a pending job. */
 interface AcceptedItem {
   index: number;
@@ -167,7 +180,56 @@ export class SubmissionsService {
     });
   }
 
-  async submit(principal: Principal, input: ProcessInput, idempotencyKey?: string): Promise<SubmissionOutput> {
+  /**
+   * Submits one image or a batch. `onRateLimit` hears, whatever the outcome
+   * (accepted, replayed or refused), where the account then stands against its
+   * per-minute limit, as the limiter counted it at the submission's own clock:
+   * the transports send it as the `X-RateLimit-*` headers.
+   */
+  async submit(
+    principal: Principal,
+    input: ProcessInput,
+    idempotencyKey?: string,
+    onRateLimit?: (state: SubmissionRateLimit) => void,
+  ): Promise<SubmissionOutput> {
+    const clock: { now?: number } = {};
+    try {
+      return await this.submitOnce(principal, input, idempotencyKey, clock);
+    } finally {
+      if (onRateLimit) await this.reportRateLimit(principal, clock.now ?? Date.now(), onRateLimit);
+    }
+  }
+
+  /** The figures for `onRateLimit`; a database that fails here costs the headers, never the answer. */
+  private async reportRateLimit(
+    principal: Principal,
+    now: number,
+    onRateLimit: (state: SubmissionRateLimit) => void,
+  ): Promise<void> {
+    try {
+      const rate = await this.deps.jobs.submissionRate({
+        userId: principal.userId,
+        now,
+        windowMs: MINUTE,
+        plans: PLAN_LIMITS_FOR_STORE,
+      });
+      if (!rate) return;
+      onRateLimit({
+        limit: rate.limit,
+        remaining: Math.max(0, rate.limit - rate.used),
+        resetSeconds: rate.waitMs === 0 ? 0 : retryAfterSeconds(rate.waitMs),
+      });
+    } catch (error) {
+      this.deps.logger.warn({ userId: principal.userId, reason: (error as Error).message }, "rate-limit figures unavailable");
+    }
+  }
+
+  private async submitOnce(
+    principal: Principal,
+    input: ProcessInput,
+    idempotencyKey: string | undefined,
+    clock: { now?: number },
+  ): Promise<SubmissionOutput> {
     if (!principal.emailVerified) throw new RetouchError("email_unverified");
     if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
       throw new RetouchError("invalid_request", "Idempotency-Key must be 1 to 255 printable ASCII characters (a UUID is ideal).");
@@ -190,13 +252,19 @@ export class SubmissionsService {
     const toFetch = prepared.filter((item): item is PreparedItem => !("error" in item));
 
     // Whose limits apply, and when: the same for the pre-check and the submission itself.
-    const limitsFor = () => ({
-      userId: principal.userId,
-      ...(idempotencyKey !== undefined && hash !== undefined ? { idempotency: { key: idempotencyKey, requestHash: hash } } : {}),
-      now: Date.now(),
-      windowMs: MINUTE,
-      plans: PLAN_LIMITS_FOR_STORE,
-    });
+    const limitsFor = () => {
+      // The last clock the limiter was asked at is the one its figures are reported at.
+      clock.now = Date.now();
+      return {
+        userId: principal.userId,
+        ...(idempotencyKey !== undefined && hash !== undefined
+          ? { idempotency: { key: idempotencyKey, requestHash: hash } }
+          : {}),
+        now: clock.now,
+        windowMs: MINUTE,
+        plans: PLAN_LIMITS_FOR_STORE,
+      };
+    };
 
     // The plan's limits and the balance, before any download: a doomed request fetches nothing. Read-only and
     // counted as if every remaining item were accepted; retouch_submit checks again, under the account's lock.

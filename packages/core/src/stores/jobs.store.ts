@@ -207,6 +207,31 @@ export class JobsStore {
     }
   }
 
+  /**
+   * Where the account stands against its per-minute limit at `now`: read from
+   * the very log `retouch_submit` counts in (key `submissions:<user>`, the
+   * plan picked as it picks it), and the wait from `retouch_rate_wait`, the
+   * limiter's own arithmetic, so the figures a client sees never disagree
+   * with the limiter's next decision. Read-only; a snapshot, like any count.
+   */
+  async submissionRate(
+    request: Pick<SubmitRequest, "userId" | "now" | "windowMs" | "plans">,
+  ): Promise<{ limit: number; used: number; waitMs: number } | undefined> {
+    const { plans, now_ms: now, window_ms: windowMs } = accountPayload(request);
+    const result = await sql<{ limit: number; used: string; wait: string }>`
+      select v.per_minute as limit,
+        coalesce((select count(*) from rate_limit_events r, unnest(r.hits) h where r.key = v.key and h > ${now}::bigint - ${windowMs}::bigint), 0) as used,
+        retouch_rate_wait(v.key, v.per_minute, ${windowMs}::bigint, 1, ${now}::bigint) as wait
+      from (
+        select 'submissions:' || p.user_id as key,
+          (coalesce(${JSON.stringify(plans)}::jsonb -> p.plan, ${JSON.stringify(plans)}::jsonb -> 'free') ->> 'per_minute')::int as per_minute
+        from profiles p where p.user_id = ${request.userId}
+      ) v
+    `.execute(this.db);
+    const row = result.rows[0];
+    return row && { limit: Number(row.limit), used: Number(row.used), waitMs: Number(row.wait) };
+  }
+
   async countPending(userId: string): Promise<number> {
     const row = await this.db
       .selectFrom("jobs")

@@ -7,6 +7,21 @@ import { authenticate, type ProcedureCredentialKind } from "./authenticate";
 import type { Context } from "./context";
 import { toRetouchError, trpcCodeFor, trpcErrorData } from "./errors";
 
+/**
+ * A multipart body as the host reads it (streamed, with limits): each file
+ * part becomes the base64 text of the JSON field of the same name, each text
+ * part that field's value, so the operation validates, charges and refuses
+ * exactly as it does JSON.
+ */
+export interface MultipartForm {
+  /** File parts; a required one may be replaced by a text part (`image_url` for `image`). */
+  files: Record<string, { required: boolean; alternative?: string; description: string }>;
+  /** Text parts taken (any other is refused, so a typo is not silently dropped). */
+  text: readonly string[];
+  /** Text parts that are numbers in the JSON body. */
+  numbers: readonly string[];
+}
+
 export interface ProcedureMeta extends OpenApiMeta {
   /** Who may call it; set by the builder the procedure starts from (OpenAPI security, and the host's check before the body). */
   auth?: "public" | ProcedureCredentialKind;
@@ -18,6 +33,10 @@ export interface ProcedureMeta extends OpenApiMeta {
    * operation that can have them.
    */
   errors?: ErrorCode[];
+  /** The operation also takes its body as `multipart/form-data` (curl's `-F`): which parts it reads, and how. */
+  multipart?: MultipartForm;
+  /** Headers the operation sends on its success and on its 429 answers (documented on both in OpenAPI). */
+  responseHeaders?: Record<string, { description: string; schema: Record<string, unknown> }>;
   /** HTTP status of a successful REST response (200 unless said otherwise), fixed or chosen from the output. */
   successStatus?: number | ((output: unknown) => number);
   /** Offered to agents as an MCP tool (POST /mcp). */

@@ -6,6 +6,7 @@ import {
   type ErrorCode,
   JOB_FAILURE_CODES,
   MAX_BATCH_SIZE,
+  type MultipartForm,
   type ProcedureMeta,
   processItemSchema,
   sessionCookieName,
@@ -63,7 +64,7 @@ const STATUS_TEXT: Record<number, string> = {
   404: "Not found",
   408: "The request body stopped arriving",
   413: "Request body too large",
-  415: "Body must be JSON",
+  415: "Unsupported body type",
   422: "Unprocessable",
   429: "Too many requests",
   500: "Server error",
@@ -136,6 +137,45 @@ function dropSafeIntegerBounds(node: unknown): void {
   if (record.minimum === Number.MIN_SAFE_INTEGER) delete record.minimum;
   if (record.maximum === Number.MAX_SAFE_INTEGER) delete record.maximum;
   for (const value of Object.values(record)) dropSafeIntegerBounds(value);
+}
+
+/**
+ * An operation's multipart body (what curl's `-F` sends) as OpenAPI 3.1 says
+ * one: each file part binary (`contentMediaType`), each text part with the
+ * JSON field's own schema, and the part types the host accepts.
+ */
+function multipartContent(form: MultipartForm, item: Json): Json {
+  const fields = (item.properties ?? {}) as Record<string, Json>;
+  const files = Object.entries(form.files);
+  const required = [
+    ...files.filter(([, file]) => file.required && !file.alternative).map(([name]) => name),
+    ...((item.required ?? []) as string[]).filter((name) => form.text.includes(name)),
+  ];
+  return {
+    schema: {
+      type: "object",
+      description:
+        "One image as form parts, as `curl -F image=@photo.jpg -F prompt=...` sends them (a batch is sent as JSON). Each file part is at most the server's image limit (413 while it streams); a file part declared as anything but an image or `application/octet-stream` is refused with 415.",
+      ...(required.length > 0 ? { required } : {}),
+      properties: {
+        ...Object.fromEntries(
+          files.map(([name, file]) => [
+            name,
+            {
+              type: "string",
+              contentMediaType: "application/octet-stream",
+              description: `${file.description}, as a file part${file.required ? `; required${file.alternative ? ` unless \`${file.alternative}\` is sent` : ""}` : ""}`,
+            },
+          ]),
+        ),
+        ...Object.fromEntries(form.text.map((name) => [name, fields[name] ?? { type: "string" }])),
+      },
+      additionalProperties: false,
+    },
+    encoding: Object.fromEntries(
+      files.map(([name]) => [name, { contentType: "image/jpeg, image/png, image/webp, application/octet-stream" }]),
+    ),
+  };
 }
 
 /**
@@ -323,6 +363,13 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
       ];
       if (meta.errors?.includes("job_failed")) codes.splice(codes.indexOf("internal_error"), 1);
       Object.assign(responses, errorResponses([...new Set(codes)]));
+      // Headers the operation declares itself (a submission's X-RateLimit-*), on its success and its 429.
+      if (meta.responseHeaders) {
+        for (const status of Object.keys(responses).filter((status) => status.startsWith("2") || status === "429")) {
+          const response = responses[status] as Json;
+          responses[status] = { ...response, headers: { ...(response.headers as Json | undefined), ...meta.responseHeaders } };
+        }
+      }
       operation.responses = responses;
 
       operation.security =
@@ -360,12 +407,14 @@ export function buildOpenApiDocument(config: Pick<Config, "publicBaseUrl">): Ope
         schema: { type: "string", minLength: 1, maxLength: 255 },
       },
     ];
+    const form = routes.get("post /api/process")?.multipart;
     submit.requestBody = {
       required: true,
       content: {
         "application/json": {
           schema: { oneOf: [{ $ref: "#/components/schemas/ProcessRequestItem" }, { $ref: "#/components/schemas/BatchRequest" }] },
         },
+        ...(form ? { "multipart/form-data": multipartContent(form, jsonSchemaOf(processItemSchema)) } : {}),
       },
     };
   }

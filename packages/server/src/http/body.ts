@@ -64,19 +64,37 @@ export interface ReadBodyOptions {
  * 408. Undefined for an empty body.
  */
 export async function readBody(req: IncomingMessage, res: ServerResponse, options: ReadBodyOptions): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  const received = await streamBody(req, res, options, (chunk) => {
+    chunks.push(chunk);
+  });
+  return received === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received);
+}
+
+/**
+ * `readBody`'s checks, with each chunk handed to `consume` instead of kept
+ * (a streaming parser: multipart), which may throw a RetouchError to refuse
+ * the body there; the rest is then left unread. Resolves with the bytes read
+ * once the body has ended.
+ */
+export async function streamBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: ReadBodyOptions,
+  consume: (chunk: Buffer) => void,
+): Promise<number> {
   const { limitBytes, share, idleTimeoutMs, inspect } = options;
   const header = req.headers["content-length"];
   const declared = header === undefined ? undefined : Number(header);
   if (declared !== undefined && declared > limitBytes) throw tooLarge(limitBytes);
-  if (declared === 0) return undefined;
+  if (declared === 0) return 0;
   // A hint only: an announced length is never taken up front (nobody need send it), but one that could not fit now
   // is refused before the client sends it.
   if (declared !== undefined && !share.fits(declared)) throw noRoom();
   // The client waits for this before sending: everything above was decided on the headers alone.
   if (req.headers.expect?.toLowerCase() === "100-continue") res.writeContinue();
 
-  return new Promise<Buffer | undefined>((resolve, reject) => {
-    const chunks: Buffer[] = [];
+  return new Promise<number>((resolve, reject) => {
     let received = 0;
     const timer = setTimeout(() => fail(idle(idleTimeoutMs)), idleTimeoutMs);
     const cleanup = () => {
@@ -101,12 +119,16 @@ export async function readBody(req: IncomingMessage, res: ServerResponse, option
         return fail(error);
       }
       if (!share.take(chunk.length)) return fail(noRoom());
-      chunks.push(chunk);
       received += chunk.length;
+      try {
+        consume(chunk);
+      } catch (error) {
+        return fail(error);
+      }
     }
     function onEnd() {
       cleanup();
-      resolve(received === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received));
+      resolve(received);
     }
     // Node reports a client that went away mid-body as an error on the request ("aborted"): the client's doing.
     function onFail() {

@@ -45,10 +45,13 @@ export function createRestHandler(services: Services) {
     const body = c.var.body?.value;
     // HEAD is answered as GET without a body (Hono drops it); the adapter only knows GET routes.
     const method = c.req.method === "HEAD" ? "GET" : c.req.method;
+    // A multipart body reaches the adapter as the JSON value the edge made of it; the adapter takes only JSON.
+    const headers = asJsonHeaders(c);
     const request = new Proxy(c.req.raw, {
       get: (target, property) => {
         if (property === "body") return body;
         if (property === "method") return method;
+        if (property === "headers" && headers) return headers;
         return Reflect.get(target, property, target);
       },
     }) as unknown as AdapterRequest;
@@ -81,6 +84,19 @@ export function createRestHandler(services: Services) {
       adapter(request, response, notFound).catch(reject);
     });
   };
+}
+
+/** For a body the edge read as `multipart/form-data`: the request's headers saying JSON, which its value now is. */
+function asJsonHeaders(c: HttpContext): Headers | undefined {
+  if (c.var.body === undefined || mediaTypeOf(c.req.header("content-type")) !== "multipart/form-data") return undefined;
+  const headers = new Headers(c.req.raw.headers);
+  headers.set("content-type", "application/json");
+  headers.delete("content-length");
+  return headers;
+}
+
+function mediaTypeOf(contentType: string | undefined): string | undefined {
+  return contentType?.split(";")[0]?.trim().toLowerCase();
 }
 
 /**

@@ -1,4 +1,4 @@
-import { appRouter, type Config, type CredentialKind, MCP_PATH, type ProcedureMeta } from "@retouch/core";
+import { appRouter, type Config, type CredentialKind, MCP_PATH, type MultipartForm, type ProcedureMeta } from "@retouch/core";
 import { TrieRouter } from "hono/router/trie-router";
 import { OAUTH_ENDPOINTS_PREFIX } from "../oauth/oauth.routes";
 import { OPERATIONS_PATHS } from "./operations.handler";
@@ -23,7 +23,7 @@ export const TRPC_ENDPOINT = "/trpc";
 /** The ways into the service; each renders the edge's refusals in its own format. */
 export type Surface = "rest" | "trpc" | "mcp" | "oauth";
 /** The body formats a route accepts (415 for any other). */
-export type BodyType = "json" | "form";
+export type BodyType = "json" | "form" | "multipart";
 
 /** What the edge checks before any handler sees the request. */
 export interface RoutePolicy {
@@ -33,6 +33,8 @@ export interface RoutePolicy {
   /** Largest body accepted (413 above it); 0: the route takes no body at all. */
   maxBodyBytes: number;
   bodyTypes: readonly BodyType[];
+  /** How a `multipart/form-data` body is read (with "multipart" in `bodyTypes`): the operation's own declaration. */
+  multipart?: MultipartForm;
 }
 
 /**
@@ -54,6 +56,7 @@ type PolicyEntry = RoutePolicy | ((path: string) => RoutePolicy);
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
 const JSON_ONLY: readonly BodyType[] = ["json"];
+const JSON_OR_MULTIPART: readonly BodyType[] = ["json", "multipart"];
 
 /**
  * The one table of what every route accepts, looked up by the edge for every
@@ -80,7 +83,7 @@ export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
               surface: "rest",
               auth: meta.auth ?? "public",
               maxBodyBytes: bodyLimit(meta.openapi.method, meta),
-              bodyTypes: JSON_ONLY,
+              ...(meta.multipart ? { bodyTypes: JSON_OR_MULTIPART, multipart: meta.multipart } : { bodyTypes: JSON_ONLY }),
             },
           },
         ]

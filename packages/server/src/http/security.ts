@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { AUTH_BASE_PATH, bearerToken, type Config, RetouchError, sessionCookieName } from "@retouch/core";
+import { AUTH_BASE_PATH, bearerToken, type Config, RATE_LIMIT_HEADERS, RetouchError, sessionCookieName } from "@retouch/core";
 import type { MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import { secureHeaders } from "hono/secure-headers";
@@ -51,8 +51,8 @@ export function securityHeaders(config: Pick<Config, "publicBaseUrl">): Middlewa
 
 /** Request headers a browser app may send cross-origin: its key, JSON, a retry key; tRPC's streaming links add trpc-accept. */
 const CORS_ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "trpc-accept"];
-/** Response headers it may read: the request id to quote, and when to retry after a 429 or 503. */
-const CORS_EXPOSED_HEADERS = ["X-Request-Id", "Retry-After"];
+/** Response headers it may read: the request id to quote, when to retry after a 429 or 503, and a submission's limits. */
+const CORS_EXPOSED_HEADERS = ["X-Request-Id", "Retry-After", ...Object.keys(RATE_LIMIT_HEADERS)];
 
 /**
  * CORS for the API (REST, tRPC, result files) for exactly the configured

@@ -5,6 +5,7 @@ import {
   isClientError,
   MAX_WAIT_SECONDS,
   MCP_PATH,
+  RATE_LIMIT_HEADERS,
   type RetouchError,
   type Services,
   toRetouchError,
@@ -178,7 +179,8 @@ export function createMcpHandler(services: Services) {
    */
   async function serve(c: HttpContext): Promise<Response> {
     const mcpSdk = await loadSdk();
-    const server = buildServer(mcpSdk, createHttpContext(services, c));
+    const context = createHttpContext(services, c);
+    const server = buildServer(mcpSdk, context);
     const transport = new mcpSdk.WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
@@ -190,7 +192,12 @@ export function createMcpHandler(services: Services) {
       await server.connect(transport);
       // The body was read by the edge: the transport gets it parsed, and a request without a stream to read.
       const request = new Request(c.req.url, { method: c.req.method, headers: c.req.raw.headers });
-      return await transport.handleRequest(request, { parsedBody: c.var.body?.value });
+      const response = await transport.handleRequest(request, { parsedBody: c.var.body?.value });
+      // An edit_image call's rate-limit figures, as REST sends them (an agent reading only the result loses nothing).
+      for (const [name, value] of context.responseHeaders) {
+        if (name in RATE_LIMIT_HEADERS) response.headers.set(name, value);
+      }
+      return response;
     } finally {
       c.req.raw.signal.removeEventListener("abort", abandon);
       void transport.close();

@@ -1,4 +1,5 @@
 import { processItemSchema, singleSubmissionOutput } from "../../schemas/process.schemas";
+import { RATE_LIMIT_HEADERS, sendRateLimitHeaders } from "../rate-limit-headers";
 import { accountProcedure } from "../trpc";
 
 /**
@@ -12,6 +13,7 @@ export const submitPlayground = accountProcedure
   // The picture is in the body: the edge allows RETOUCH_MAX_REQUEST_BYTES, once the session is checked.
   .meta({
     imageBody: true,
+    responseHeaders: RATE_LIMIT_HEADERS,
     errors: [
       "invalid_request",
       "unsupported_instruction",
@@ -29,7 +31,7 @@ export const submitPlayground = accountProcedure
   )
   .output(singleSubmissionOutput)
   .mutation(async ({ ctx, input }) => {
-    const submitted = await ctx.services.submissions.submit(ctx.principal, input);
+    const submitted = await ctx.services.submissions.submit(ctx.principal, input, undefined, sendRateLimitHeaders(ctx));
     // A single image always answers the single shape; the union is the REST operation's, for batches.
     if (!("job_id" in submitted)) throw new Error("a single submission answered a batch");
     return submitted;

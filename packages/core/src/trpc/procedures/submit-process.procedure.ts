@@ -3,13 +3,25 @@ import {
   editImageToolOutput,
   MAX_WAIT_SECONDS,
   processInputSchema,
+  processItemSchema,
   submissionOutput,
 } from "../../schemas/process.schemas";
+import { RATE_LIMIT_HEADERS, sendRateLimitHeaders } from "../rate-limit-headers";
 import { apiKeyProcedure } from "../trpc";
 
 export const submitProcess = apiKeyProcedure
   .meta({
     imageBody: true,
+    responseHeaders: RATE_LIMIT_HEADERS,
+    // curl -F image=@photo.jpg -F prompt=...: one image; a batch stays JSON.
+    multipart: {
+      files: {
+        image: { required: true, alternative: "image_url", description: "The picture: JPEG, PNG or WebP" },
+        mask: { required: false, description: "A PNG; white marks the area to edit" },
+      },
+      text: Object.keys(processItemSchema.shape).filter((name) => name !== "image" && name !== "mask"),
+      numbers: ["quality"],
+    },
     errors: [
       "invalid_request",
       "unsupported_instruction",
@@ -28,7 +40,7 @@ export const submitProcess = apiKeyProcedure
       tags: ["Jobs"],
       summary: "Submit an edit (one image or a batch)",
       description:
-        "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely. Each image comes as base64 (`image`) or as a public https: URL the service fetches now (`image_url`); a fetch the host fails answers 502 `image_fetch_failed`, charges nothing, and can be retried with the same key. A prompt this server cannot carry out (GET /api/capabilities says what it can) answers 400 `unsupported_instruction` at once: no job, no charge.",
+        "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely. Each image comes as base64 (`image`) or as a public https: URL the service fetches now (`image_url`); one image may also come as `multipart/form-data` with the picture as a file part (`curl -F image=@photo.jpg -F prompt=...`); a fetch the host fails answers 502 `image_fetch_failed`, charges nothing, and can be retried with the same key. A prompt this server cannot carry out (GET /api/capabilities says what it can) answers 400 `unsupported_instruction` at once: no job, no charge. Every answer, 200 and 429 alike, says where you stand in `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`.",
     },
     mcp: {
       name: "edit_image",
@@ -43,5 +55,10 @@ export const submitProcess = apiKeyProcedure
   .input(processInputSchema)
   .output(submissionOutput)
   .mutation(({ ctx, input }) =>
-    ctx.services.submissions.submit(ctx.principal, input, ctx.request.headers.get("idempotency-key") ?? undefined),
+    ctx.services.submissions.submit(
+      ctx.principal,
+      input,
+      ctx.request.headers.get("idempotency-key") ?? undefined,
+      sendRateLimitHeaders(ctx),
+    ),
   );
