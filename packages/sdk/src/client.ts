@@ -91,6 +91,11 @@ export interface WaitOptions<S = JobStatus> {
    * stream is refused or cut. Default true.
    */
   stream?: boolean;
+  /**
+   * Where polling reads the status instead of the status endpoint (which takes
+   * a key): the dashboard reads its session's jobs through its own procedure.
+   */
+  poll?: (signal: AbortSignal) => Promise<S>;
 }
 
 interface CallContext {
@@ -469,8 +474,9 @@ export class Retouch {
       reported = text;
       options.onProgress?.(status);
     };
+    const read = options.poll ?? poll;
     try {
-      if (options.stream !== false && this.options.apiKey) {
+      if (options.stream !== false) {
         const final = await this.followStream(target.query, isTerminal, report, signal).catch((error: unknown) => {
           throw expiry.signal.aborted && !options.signal?.aborted ? timedOut() : error;
         });
@@ -479,7 +485,7 @@ export class Retouch {
       for (;;) {
         if (options.signal?.aborted) throw new AbortedError();
         if (expiry.signal.aborted) throw timedOut();
-        const status = await poll(signal).catch((error: unknown) => {
+        const status = await read(signal).catch((error: unknown) => {
           throw expiry.signal.aborted && !options.signal?.aborted ? timedOut() : error;
         });
         report(status);
@@ -497,8 +503,9 @@ export class Retouch {
   /**
    * Reads the progress stream until a terminal status, which it returns;
    * undefined when the stream is refused (an older server, the account's
-   * streams all open, a session instead of a key) or cut before the end: the
-   * caller then polls, and the status endpoint says anything that is wrong.
+   * streams all open, no credentials) or cut before the end: the caller then
+   * polls, and the status endpoint says anything that is wrong. Sent with the
+   * key, or the session cookie; in a browser the page's own cookie goes along.
    */
   private async followStream<S>(
     query: string,
@@ -506,7 +513,10 @@ export class Retouch {
     report: (status: S) => void,
     signal: AbortSignal,
   ): Promise<S | undefined> {
-    const headers = { accept: "text/event-stream", authorization: `Bearer ${this.options.apiKey}` };
+    const { apiKey, sessionCookie } = this.options;
+    const headers: Record<string, string> = { accept: "text/event-stream" };
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    else if (sessionCookie) headers.cookie = sessionCookie;
     try {
       const response = await this.fetchImpl(`${this.baseUrl}/api/process/events?${query}`, { headers, signal });
       if (!response.ok || !response.body || !response.headers.get("content-type")?.startsWith("text/event-stream")) {

@@ -36,6 +36,15 @@ async function heldJob(userId: string) {
 }
 
 describe("a job's progress stream", { timeout: 60_000 }, () => {
+  it("is open to the dashboard's session too: its playground follows its own jobs", async () => {
+    const account = await keyedAccount(app, { plan: "core", credits: 20 });
+    const { jobId, settle } = await heldJob(account.userId);
+    const response = await fetch(`${app.url}/api/process/events?job_id=${jobId}`, { headers: { cookie: account.cookie } });
+    expect(response.status).toBe(200);
+    await settle();
+    expect(await response.text()).toMatch(/event: status\ndata: \{"status":"error".*\}\nid: 1\n\n$/);
+  });
+
   it("sends the pending status, then the terminal one with its metadata, and ends by itself", async () => {
     const account = await keyedAccount(app, { plan: "core", credits: 20 });
     const { jobId, settle } = await heldJob(account.userId);
@@ -212,7 +221,7 @@ describe("OpenAPI", () => {
     const document = (await request(app.url, "GET", "/openapi.json")).body;
     const operation = document.paths["/api/process/events"].get;
     expect(Object.keys(operation.responses["200"].content)).toEqual(["text/event-stream"]);
-    expect(operation.security).toEqual([{ bearerAuth: [] }]);
+    expect(operation.security).toEqual([{ bearerAuth: [] }, { sessionCookie: [] }]);
     expect(operation.parameters.map((parameter: { name: string }) => parameter.name)).toEqual([
       "job_id",
       "batch_id",

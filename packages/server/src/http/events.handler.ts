@@ -12,8 +12,9 @@ export const STATUS_EVENT = "status";
  * change, each with an `id:` (resumable with `Last-Event-ID`), then the
  * stream ends by itself once the job (every job of the batch) is terminal.
  *
- * It passes the same edge as every route (route-policy.ts: an API key from
- * the headers before anything else, no body, the query checked). Time is the
+ * It passes the same edge as every route (route-policy.ts: an API key, or the
+ * dashboard's session, from the headers before anything else; no body; the
+ * query checked). Time is the
  * deliberate exception: Node's request timeout bounds only receiving the
  * request (complete at once for a GET), and the socket idle timeout
  * (RETOUCH_SOCKET_IDLE_TIMEOUT) is kept at bay by the heartbeat comments

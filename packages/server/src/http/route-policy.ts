@@ -130,8 +130,8 @@ export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
   const table = new TrieRouter<PolicyEntry>();
   for (const route of rest) table.add(route.method, route.path, route.policy);
   table.add("ALL", `${TRPC_ENDPOINT}/*`, trpc);
-  // The progress stream: an API key, as the status endpoint asks; no body.
-  table.add("GET", PROCESS_EVENTS_PATH, { surface: "rest", auth: "api_key", maxBodyBytes: 0, bodyTypes: [] });
+  // The progress stream: an API key, or the dashboard's session (its playground follows its own jobs); no body.
+  table.add("GET", PROCESS_EVENTS_PATH, { surface: "rest", auth: "key_or_session", maxBodyBytes: 0, bodyTypes: [] });
   table.add("POST", MCP_PATH, mcp);
   // Stripe's events: no credentials (the signature is checked over the body), a small JSON body, the public budget.
   table.add("POST", STRIPE_WEBHOOK_PATH, {
