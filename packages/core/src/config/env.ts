@@ -241,7 +241,10 @@ const envSchema = z.object({
    * refused 429 `too_many_in_flight` until one ends. Each holds a connection and a settlement watch.
    */
   RETOUCH_EVENT_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).default(10),
-  /** How often a progress stream sends a `:` comment so proxies and the socket idle timeout keep it open. */
+  /**
+   * How often a progress stream sends a `:` comment so proxies and the socket idle timeout keep it open: at most a
+   * minute, below RETOUCH_SOCKET_IDLE_TIMEOUT's least (61 s).
+   */
   RETOUCH_EVENT_STREAM_HEARTBEAT: duration.default(15_000).refine((ms) => ms >= 100 && ms <= 60_000, "must be from 100ms to 60s"),
   /**
    * The bearer token a Prometheus scrape of /metrics must send; unset: /metrics is not served (404). At least
