@@ -80,7 +80,7 @@ function outputPath(input: string, format: string, output: string | undefined, b
   return output ?? (isRemote(input) ? name : path.join(path.dirname(input), name));
 }
 
-/** Downloads a done job's image to `target` (or to where `target` says for the result's format). */
+/** Downloads a done job's image to `where` (a path, or a function of the result's format that names one). */
 async function saveResult(client: Retouch, jobId: string, where: string | ((format: string) => string)) {
   const result = await client.result(jobId);
   if (!result) throw new Error(`job ${jobId} has no result yet`);
@@ -240,7 +240,11 @@ async function editMany(
     };
     try {
       onProgress(
-        await client.waitForBatch(batch.batch_id, { intervalMs: POLL_MS, timeoutMs: deadline - Date.now(), onProgress }),
+        await client.waitForBatch(batch.batch_id, {
+          intervalMs: POLL_MS,
+          timeoutMs: Math.max(1, deadline - Date.now()),
+          onProgress,
+        }),
       );
     } catch (error) {
       if (error instanceof TimeoutError)
