@@ -15,7 +15,8 @@ const retouch = new Retouch({
 });
 
 try {
-  // Submits (with an Idempotency-Key, so retries never charge twice), polls, and returns the result.
+  // Submits (with an Idempotency-Key, so retries never charge twice), follows the job on its progress stream
+  // (polling where the stream is cut), and returns the result.
   const result = await retouch.edit(image, prompt, { format: "png", intervalMs: 2000 });
   const file = output.includes(".") ? output : `${output}.${result.format}`;
   await writeFile(file, await result.download());

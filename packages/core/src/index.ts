@@ -82,6 +82,12 @@ export {
   migrateBlobs,
   openMigrationTarget,
 } from "./services/blob-migration.service";
+export {
+  type EventTarget,
+  JobEventsService,
+  type ProgressEvent,
+  type ProgressStream,
+} from "./services/job-events.service";
 export { READY_CHECK_TIMEOUT_MS, type Readiness } from "./services/operations.service";
 export { bearerToken, type Principal, type RequestInfo } from "./services/principal";
 export {

@@ -137,6 +137,17 @@ describe("parseConfig", () => {
     expect(problemsOf({ RETOUCH_SOCKET_IDLE_TIMEOUT: "30s" })).toContain("RETOUCH_SOCKET_IDLE_TIMEOUT");
   });
 
+  it("bounds the progress streams: 10 per account, a heartbeat every 15 s and never as slow as the idle timeout", () => {
+    expect(parseConfig({})).toMatchObject({ eventStreamsPerAccount: 10, eventStreamHeartbeatMs: 15_000 });
+    expect(parseConfig({ RETOUCH_EVENT_STREAMS_PER_ACCOUNT: "3", RETOUCH_EVENT_STREAM_HEARTBEAT: "5s" })).toMatchObject({
+      eventStreamsPerAccount: 3,
+      eventStreamHeartbeatMs: 5_000,
+    });
+    // Above a minute the socket idle timeout (61 s at least) could close a quiet stream between two heartbeats.
+    expect(problemsOf({ RETOUCH_EVENT_STREAM_HEARTBEAT: "2m" })).toContain("RETOUCH_EVENT_STREAM_HEARTBEAT");
+    expect(problemsOf({ RETOUCH_EVENT_STREAMS_PER_ACCOUNT: "0" })).toContain("RETOUCH_EVENT_STREAMS_PER_ACCOUNT");
+  });
+
   it("treats an empty variable as unset", () => {
     expect(parseConfig({ PORT: "", SMTP_URL: "" })).toMatchObject({ port: 3000, smtpUrl: undefined });
   });

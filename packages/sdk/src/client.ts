@@ -77,12 +77,25 @@ export interface RetouchOptions {
   fetch?: typeof fetch;
 }
 
-export interface WaitOptions {
-  /** Time between status checks; the service asks for 2 to 5 s. Default 2000. */
+export interface WaitOptions<S = JobStatus> {
+  /** Time between status checks when polling (the stream's fallback); the service asks for 2 to 5 s. Default 2000. */
   intervalMs?: number;
   /** Give up (TimeoutError) after this long. Default 10 minutes. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** Called with each new status (the status endpoint's JSON), the terminal one included. */
+  onProgress?: (status: S) => void;
+  /**
+   * Follow the progress stream (`GET /api/process/events`, needs an API key);
+   * false: poll the status only. Polling is the fallback anyway when the
+   * stream is refused or cut. Default true.
+   */
+  stream?: boolean;
+  /**
+   * Where polling reads the status instead of the status endpoint (which takes
+   * a key): the dashboard reads its session's jobs through its own procedure.
+   */
+  poll?: (signal: AbortSignal) => Promise<S>;
 }
 
 interface CallContext {
@@ -411,26 +424,149 @@ export class Retouch {
     }
   }
 
-  /** Polls until the job is done or failed; returns its final status (with the metadata block). */
-  async waitForJob(jobId: string, options: WaitOptions = {}): Promise<JobStatus> {
+  /**
+   * Waits until the job is done or failed and returns its final status (with
+   * the metadata block): from the progress stream, or by polling when the
+   * stream is refused or cut. `onProgress` sees each new status.
+   */
+  waitForJob(jobId: string, options: WaitOptions<JobStatus> = {}): Promise<JobStatus> {
+    return this.waitFor(
+      { query: `job_id=${encodeURIComponent(jobId)}`, what: `Job ${jobId}` },
+      (status) => status.status !== "pending",
+      (signal) => this.status(jobId, signal),
+      options,
+    );
+  }
+
+  /**
+   * Waits until every job of the batch is done or failed and returns the
+   * batch's final status, as `waitForJob` does for one job (stream first,
+   * polling as the fallback); `onProgress` sees the batch's status at each
+   * change. The one wait for a batch: the CLI and the dashboard use it.
+   */
+  waitForBatch(batchId: string, options: WaitOptions<BatchStatus> = {}): Promise<BatchStatus> {
+    return this.waitFor(
+      { query: `batch_id=${encodeURIComponent(batchId)}`, what: `Batch ${batchId}` },
+      (status) => status.jobs.every((job) => job.status !== "pending"),
+      (signal) => this.batchStatus(batchId, signal),
+      options,
+    );
+  }
+
+  /** The one implementation of waiting: the progress stream, then polling from where it stopped. */
+  private async waitFor<S>(
+    target: { query: string; what: string },
+    isTerminal: (status: S) => boolean,
+    poll: (signal: AbortSignal) => Promise<S>,
+    options: WaitOptions<S>,
+  ): Promise<S> {
+    const timeoutMs = options.timeoutMs ?? 600_000;
     const interval = Math.max(250, options.intervalMs ?? 2000);
-    const deadline = Date.now() + (options.timeoutMs ?? 600_000);
-    for (;;) {
-      const status = await this.status(jobId, options.signal);
-      if (status.status !== "pending") return status;
-      if (Date.now() + interval > deadline) {
-        throw new TimeoutError(`Job ${jobId} was still pending after ${options.timeoutMs ?? 600_000} ms.`);
+    const deadline = Date.now() + timeoutMs;
+    const timedOut = () => new TimeoutError(`${target.what} was still pending after ${timeoutMs} ms.`);
+    const expiry = new AbortController();
+    const timer = setTimeout(() => expiry.abort(), timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, expiry.signal]) : expiry.signal;
+    let reported: string | undefined;
+    const report = (status: S) => {
+      const text = JSON.stringify(status);
+      if (text === reported) return;
+      reported = text;
+      options.onProgress?.(status);
+    };
+    const read = options.poll ?? poll;
+    try {
+      if (options.stream !== false) {
+        const final = await this.followStream(target.query, isTerminal, report, signal).catch((error: unknown) => {
+          throw expiry.signal.aborted && !options.signal?.aborted ? timedOut() : error;
+        });
+        if (final !== undefined) return final;
       }
-      await sleep(interval, options.signal);
+      for (;;) {
+        if (options.signal?.aborted) throw new AbortedError();
+        if (expiry.signal.aborted) throw timedOut();
+        const status = await read(signal).catch((error: unknown) => {
+          throw expiry.signal.aborted && !options.signal?.aborted ? timedOut() : error;
+        });
+        report(status);
+        if (isTerminal(status)) return status;
+        if (Date.now() + interval > deadline) throw timedOut();
+        await sleep(interval, signal).catch((error: unknown) => {
+          throw expiry.signal.aborted && !options.signal?.aborted ? timedOut() : error;
+        });
+      }
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   /**
-   * Submits, waits, and returns the result with a `download()`: the one call
-   * most applications need. A failed job throws JobFailedError (`code` is
+   * Reads the progress stream until a terminal status, which it returns;
+   * undefined when the stream is refused (an older server, the account's
+   * streams all open, no credentials) or cut before the end: the caller then
+   * polls, and the status endpoint says anything that is wrong. Sent with the
+   * key, or the session cookie; in a browser the page's own cookie goes along.
+   */
+  private async followStream<S>(
+    query: string,
+    isTerminal: (status: S) => boolean,
+    report: (status: S) => void,
+    signal: AbortSignal,
+  ): Promise<S | undefined> {
+    const { apiKey, sessionCookie } = this.options;
+    const headers: Record<string, string> = { accept: "text/event-stream" };
+    if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+    else if (sessionCookie) headers.cookie = sessionCookie;
+    try {
+      const response = await this.fetchImpl(`${this.baseUrl}/api/process/events?${query}`, { headers, signal });
+      if (!response.ok || !response.body || !response.headers.get("content-type")?.startsWith("text/event-stream")) {
+        await response.body?.cancel().catch(() => {});
+        return undefined;
+      }
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) return undefined;
+          buffer += value.replace(/\r\n?/g, "\n");
+          for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const lines = block.split("\n");
+            const data = lines.filter((line) => line.startsWith("data:")).map((line) => line.slice(5).replace(/^ /, ""));
+            const event =
+              lines
+                .find((line) => line.startsWith("event:"))
+                ?.slice(6)
+                .trim() ?? "message";
+            if (event !== "status" || data.length === 0) continue;
+            const status = JSON.parse(data.join("\n")) as S;
+            report(status);
+            if (isTerminal(status)) return status;
+          }
+        }
+      } finally {
+        await reader.cancel().catch(() => {});
+      }
+    } catch (error) {
+      if (signal.aborted) throw error instanceof AbortedError ? error : new AbortedError(undefined, { cause: error });
+      // Cut mid-way (or never reached): polling takes over.
+      return undefined;
+    }
+  }
+
+  /**
+   * Submits, waits (the progress stream, or polling; `onProgress` sees each
+   * status), and returns the result with a `download()`: the one call most
+   * applications need. A failed job throws JobFailedError (`code` is
    * `job_failed`, `errorCode` says why; its credit was refunded).
    */
-  async edit(image: ImageInput, prompt: string, options: EditOptions & WaitOptions & { idempotencyKey?: string } = {}) {
+  async edit(
+    image: ImageInput,
+    prompt: string,
+    options: EditOptions & WaitOptions<JobStatus> & { idempotencyKey?: string } = {},
+  ) {
     const { job_id: jobId } = await this.submit(image, prompt, options);
     const status = await this.waitForJob(jobId, options);
     if (status.status === "error") throw JobFailedError.fromStatus(jobId, status);

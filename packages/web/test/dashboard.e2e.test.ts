@@ -185,10 +185,17 @@ describe("the dashboard in a real browser", { timeout: 60_000 }, () => {
     await page.getByRole("img", { name: /Your picture, coffee\.jpg/ }).waitFor();
     await page.getByLabel("Prompt", { exact: true }).fill(PROMPT);
     await expectAccessible(page, "playground");
+    // The page waits through the SDK's one wait: the progress stream on the session, with no status polling.
+    const requested: string[] = [];
+    const record = (sent: { url(): string }) => void requested.push(new URL(sent.url()).pathname);
+    page.on("request", record);
     await page.getByRole("button", { name: "Run edit", exact: true }).click();
 
     const result = page.getByAltText("Result", { exact: true });
     await result.waitFor({ timeout: 45_000 });
+    page.off("request", record);
+    expect(requested).toContain("/api/process/events");
+    expect(requested.filter((pathname) => pathname.includes("playground.job"))).toEqual([]);
     await eventually(() => page.getByTestId("playground-credits").textContent()).toBe("9");
     // What the page shows is the edit that was asked for: the result's channels are equal (grey), the photo's are not.
     const url = (await result.getAttribute("src")) ?? "";

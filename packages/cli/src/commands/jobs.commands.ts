@@ -1,6 +1,6 @@
 import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { type EditOptions, JobFailedError, type OutputFormat, type Retouch } from "@retouch/sdk";
+import { type BatchStatus, type EditOptions, JobFailedError, type OutputFormat, type Retouch, TimeoutError } from "@retouch/sdk";
 import { authedClient, type CommandContext, KEY_REQUIRED, requireArg, stringFlag, UsageError } from "../command-context";
 import { Progress } from "../progress";
 
@@ -80,9 +80,11 @@ function outputPath(input: string, format: string, output: string | undefined, b
   return output ?? (isRemote(input) ? name : path.join(path.dirname(input), name));
 }
 
-async function saveResult(client: Retouch, jobId: string, target: string) {
+/** Downloads a done job's image to `where` (a path, or a function of the result's format that names one). */
+async function saveResult(client: Retouch, jobId: string, where: string | ((format: string) => string)) {
   const result = await client.result(jobId);
   if (!result) throw new Error(`job ${jobId} has no result yet`);
+  const target = typeof where === "string" ? where : where(result.format);
   const bytes = await client.download(result.url);
   await mkdir(path.dirname(path.resolve(target)), { recursive: true });
   await writeFile(target, bytes);
@@ -126,7 +128,12 @@ async function editOne(
     return;
   }
   progress.update(`${submission.job_id} processing`);
-  const status = await client.waitForJob(submission.job_id, { intervalMs: POLL_MS, timeoutMs });
+  // The SDK's wait: the progress stream, or polling where the stream is refused or cut.
+  const status = await client.waitForJob(submission.job_id, {
+    intervalMs: POLL_MS,
+    timeoutMs,
+    onProgress: (state) => progress.update(`${submission.job_id} ${state.status === "pending" ? "processing" : state.status}`),
+  });
   if (status.status === "error") {
     progress.stop();
     // The reason is printed once, as the error (stderr); --json also gets the whole status on stdout.
@@ -185,32 +192,26 @@ async function editMany(
         progress.log(`✗ ${chunk[index]}: ${job.error}`, !ctx.out.json && !ctx.out.quiet);
       }
     }
-    while (pending.size > 0) {
-      if (Date.now() > deadline)
-        throw new UsageError(`gave up waiting after ${timeoutMs} ms; follow the jobs with: retouch status <job_id>`);
-      progress.update(`${progress.bar(results.length, inputs.length, failed)} processing`);
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-      const status = await client.batchStatus(batch.batch_id);
-      for (const job of status.jobs) {
-        const input = pending.get(job.job_id);
-        if (!input || job.status === "pending") continue;
-        pending.delete(job.job_id);
-        if (job.status === "error") {
-          failed++;
-          const failure = JobFailedError.fromStatus(job.job_id, job);
-          results.push({
-            input,
-            job_id: job.job_id,
-            status: "error",
-            error: job.error ?? "Processing failed",
-            error_code: failure.errorCode,
-            error_message: failure.errorMessage,
-          });
-          progress.log(`✗ ${input}: ${failure.errorMessage} (${failure.errorCode}; refunded)`, !ctx.out.json && !ctx.out.quiet);
-          continue;
-        }
-        const jobStatus = await client.status(job.job_id);
-        const saved = await saveResult(client, job.job_id, outputPath(input, jobStatus.format ?? "jpeg", output, true));
+    if (pending.size === 0) continue;
+    progress.update(`${progress.bar(results.length, inputs.length, failed)} processing`);
+    // Each job is saved as soon as the batch's wait (the SDK's one, on the progress stream) reports it terminal.
+    let saving: Promise<void> = Promise.resolve();
+    let savingFailed: unknown;
+    const settle = async (job: BatchStatus["jobs"][number], input: string) => {
+      if (job.status === "error") {
+        failed++;
+        const failure = JobFailedError.fromStatus(job.job_id, job);
+        results.push({
+          input,
+          job_id: job.job_id,
+          status: "error",
+          error: job.error ?? "Processing failed",
+          error_code: failure.errorCode,
+          error_message: failure.errorMessage,
+        });
+        progress.log(`✗ ${input}: ${failure.errorMessage} (${failure.errorCode}; refunded)`, !ctx.out.json && !ctx.out.quiet);
+      } else {
+        const saved = await saveResult(client, job.job_id, (format) => outputPath(input, format, output, true));
         results.push({
           input,
           job_id: job.job_id,
@@ -222,7 +223,37 @@ async function editMany(
         });
         progress.log(`✓ ${input} → ${saved.output}`, !ctx.out.json && !ctx.out.quiet);
       }
+      progress.update(`${progress.bar(results.length, inputs.length, failed)} processing`);
+    };
+    const onProgress = (state: BatchStatus) => {
+      for (const job of state.jobs) {
+        const input = pending.get(job.job_id);
+        if (!input || job.status === "pending") continue;
+        pending.delete(job.job_id);
+        // One at a time, in the order they settled; the first failure is thrown once the wait is over.
+        saving = saving
+          .then(() => settle(job, input))
+          .catch((error: unknown) => {
+            savingFailed ??= error;
+          });
+      }
+    };
+    try {
+      onProgress(
+        await client.waitForBatch(batch.batch_id, {
+          intervalMs: POLL_MS,
+          timeoutMs: Math.max(1, deadline - Date.now()),
+          onProgress,
+        }),
+      );
+    } catch (error) {
+      if (error instanceof TimeoutError)
+        throw new UsageError(`gave up waiting after ${timeoutMs} ms; follow the jobs with: retouch status <job_id>`);
+      throw error;
+    } finally {
+      await saving;
     }
+    if (savingFailed) throw savingFailed;
   }
   progress.stop();
   ctx.out.result(

@@ -237,6 +237,16 @@ const envSchema = z.object({
   /** A connection that sends and receives nothing for this long is closed (above the 60 s a `wait` may hold an answer). */
   RETOUCH_SOCKET_IDLE_TIMEOUT: duration.default(90_000).refine((ms) => ms >= 61_000, "must be above 60s (the longest wait)"),
   /**
+   * Progress streams (`GET /api/process/events`) one account may hold open at once in one API process; the next is
+   * refused 429 `too_many_in_flight` until one ends. Each holds a connection and a settlement watch.
+   */
+  RETOUCH_EVENT_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).default(10),
+  /**
+   * How often a progress stream sends a `:` comment so proxies and the socket idle timeout keep it open: at most a
+   * minute, below RETOUCH_SOCKET_IDLE_TIMEOUT's least (61 s).
+   */
+  RETOUCH_EVENT_STREAM_HEARTBEAT: duration.default(15_000).refine((ms) => ms >= 100 && ms <= 60_000, "must be from 100ms to 60s"),
+  /**
    * The bearer token a Prometheus scrape of /metrics must send; unset: /metrics is not served (404). At least
    * 16 characters: it is the only thing between the queue's figures and the internet.
    */
@@ -392,6 +402,10 @@ export interface Config {
   keepAliveTimeoutMs: number;
   /** A connection silent both ways for this long is closed. */
   socketIdleTimeoutMs: number;
+  /** Progress streams one account may hold open at once (per API process). */
+  eventStreamsPerAccount: number;
+  /** Period of a progress stream's heartbeat comment. */
+  eventStreamHeartbeatMs: number;
   /** How long inputs and results are kept. */
   retentionMs: number;
   /** Where blobs are kept (RETOUCH_BLOB_STORE and RETOUCH_S3_*); credentials come from the AWS SDK's default chain. */
@@ -620,6 +634,8 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     headersTimeoutMs: e.RETOUCH_HEADERS_TIMEOUT,
     keepAliveTimeoutMs: e.RETOUCH_KEEP_ALIVE_TIMEOUT,
     socketIdleTimeoutMs: e.RETOUCH_SOCKET_IDLE_TIMEOUT,
+    eventStreamsPerAccount: e.RETOUCH_EVENT_STREAMS_PER_ACCOUNT,
+    eventStreamHeartbeatMs: e.RETOUCH_EVENT_STREAM_HEARTBEAT,
     retentionMs: e.RETOUCH_RETENTION,
     blobStore,
     resultUrls: blobStore.kind === "s3" ? (e.RETOUCH_RESULT_URLS ?? "presigned") : "proxy",

@@ -28,6 +28,7 @@ import { AdminService } from "./admin.service";
 import { ApiKeysService } from "./api-keys.service";
 import { BillingService } from "./billing.service";
 import { CapabilitiesService } from "./capabilities.service";
+import { JobEventsService } from "./job-events.service";
 import { JobsService } from "./jobs.service";
 import { McpOAuthService } from "./mcp-oauth.service";
 import { OperationsService } from "./operations.service";
@@ -174,6 +175,7 @@ export function createServices(deps: ServiceDependencies) {
       openVocabulary: openVocabularyCheck(config),
     }),
     jobs: jobsService,
+    jobEvents: new JobEventsService(jobsService, deps.queue, config),
     webhooks,
     accounts: new AccountsService({ auth, profiles, jobs: stores.jobs, rateLimits: stores.rateLimits, config, logger }),
     apiKeys: new ApiKeysService(stores.apiKeys),

@@ -8,6 +8,7 @@ import { createVerifyEmailPage, VERIFY_EMAIL_PATH } from "../pages/verify-email.
 import { BodyBudget } from "./body-budget";
 import { mountDashboard } from "./dashboard";
 import { createEdge, type Refusal } from "./edge";
+import { createEventsHandler, PROCESS_EVENTS_PATH } from "./events.handler";
 import { FILES_PREFIX, serveSignedFile } from "./files.handler";
 import { mountOperations, routeLabel } from "./operations.handler";
 import type { HttpEnv } from "./request-context";
@@ -105,6 +106,7 @@ export function createHttpApp(services: Services, options: HttpAppOptions): Hono
   app.get(`${FILES_PREFIX}*`, (c) => serveSignedFile(services, c));
 
   for (const route of policies.rest) app.on(route.method, route.path, rest);
+  app.get(PROCESS_EVENTS_PATH, createEventsHandler(services));
   app.all(`${TRPC_ENDPOINT}/*`, trpc);
   // The OAuth authorization server for MCP clients: its metadata documents and better-auth's protocol endpoints.
   app.route("/", createOAuthRoutes(services));

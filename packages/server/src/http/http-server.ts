@@ -122,6 +122,8 @@ export async function startHttpServer(services: Services, options: HttpServerOpt
     url: `http://${host === "0.0.0.0" ? "127.0.0.1" : host}:${address.port}`,
     async close(timeoutMs: number) {
       draining = true;
+      // Progress streams would otherwise hold the drain until the timeout: they end now, and their clients resume.
+      services.jobEvents.closeAll();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       if (inFlight > 0) {

@@ -1,6 +1,7 @@
 import { appRouter, type Config, type CredentialKind, MCP_PATH, type MultipartForm, type ProcedureMeta } from "@retouch/core";
 import { TrieRouter } from "hono/router/trie-router";
 import { OAUTH_ENDPOINTS_PREFIX } from "../oauth/oauth.routes";
+import { PROCESS_EVENTS_PATH } from "./events.handler";
 import { OPERATIONS_PATHS } from "./operations.handler";
 import { STRIPE_WEBHOOK_BODY_LIMIT_BYTES, STRIPE_WEBHOOK_PATH } from "./stripe-webhook.handler";
 
@@ -132,6 +133,8 @@ export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
   const table = new TrieRouter<PolicyEntry>();
   for (const route of rest) table.add(route.method, route.path, route.policy);
   table.add("ALL", `${TRPC_ENDPOINT}/*`, trpc);
+  // The progress stream: an API key, or the dashboard's session (its playground follows its own jobs); no body.
+  table.add("GET", PROCESS_EVENTS_PATH, { surface: "rest", auth: "key_or_session", maxBodyBytes: 0, bodyTypes: [] });
   table.add("POST", MCP_PATH, mcp);
   // Stripe's events: no credentials (the signature is checked over the body), a small JSON body, the public budget.
   table.add("POST", STRIPE_WEBHOOK_PATH, {

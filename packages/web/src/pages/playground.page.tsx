@@ -1,4 +1,4 @@
-import { imageToBase64, JobFailedError, type OutputFormat } from "@retouch/sdk";
+import { imageToBase64, JobFailedError, type OutputFormat, Retouch } from "@retouch/sdk";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterInputs } from "@trpc/server";
 import { type DragEvent, type FormEvent, useEffect, useRef, useState } from "react";
@@ -18,26 +18,10 @@ const ACCEPTED = ["image/jpeg", "image/png", "image/webp"];
 const REMOVE_SELECTION = "remove the selection";
 /** Offered first whenever the server removes backgrounds: the plainest thing to try. */
 const REMOVE_BACKGROUND = "remove the background";
-const POLL_FIRST_MS = 1000;
+/** Between status checks when polling (the stream's fallback), at the pace the service asks of any client. */
 const POLL_MS = 2000;
 
 type PlaygroundInput = inferRouterInputs<AppRouter>["playground"]["submit"];
-
-/** One status check after a pause; the pause ends early (rejecting) when the edit is abandoned. */
-async function pollJob(jobId: string, delayMs: number, signal: AbortSignal) {
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, delayMs);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
-  });
-  return trpcClient.playground.job.query({ job_id: jobId }, { signal });
-}
 
 interface Picture {
   file: File;
@@ -140,9 +124,14 @@ export function PlaygroundPage() {
       const jobId = submission.job_id;
       setProgress({ jobId, creditsRemaining: submission.credits_remaining });
       void refreshAccount();
-      // At the pace the service asks of any client (2 to 5 s between checks), a little sooner for the first.
-      let status = await pollJob(jobId, POLL_FIRST_MS, signal);
-      while (status.status === "pending") status = await pollJob(jobId, POLL_MS, signal);
+      // The SDK's one wait, on the signed-in session: the progress stream (the page's cookie goes with it), polling
+      // playground.job where the stream is refused or cut (the status endpoint takes a key; the playground has none).
+      const waiter = new Retouch({ baseUrl: window.location.origin, maxRetries: 2 });
+      const status = await waiter.waitForJob(jobId, {
+        signal,
+        intervalMs: POLL_MS,
+        poll: (pollSignal) => trpcClient.playground.job.query({ job_id: jobId }, { signal: pollSignal }),
+      });
       // A failed job's credit is back: the balance after the refund.
       if (status.credits_remaining !== undefined) setProgress({ jobId, creditsRemaining: status.credits_remaining });
       if (status.status === "error") throw JobFailedError.fromStatus(jobId, status);
