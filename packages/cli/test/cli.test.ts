@@ -1,20 +1,14 @@
-import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniqueEmail, verifyEmail } from "../../../test/support/accounts";
 import { productPhoto } from "../../../test/support/images";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
-
-const execFileAsync = promisify(execFile);
-const packageDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const binary = path.join(packageDir, "dist", "cli.js");
+import { type CliRun, runCli } from "./run-cli";
 
 let app: TestApp;
 let home: string;
@@ -23,21 +17,8 @@ const email = uniqueEmail("cli");
 const password = "cli password 123";
 
 /** Runs the built binary, as a user would. */
-async function cli(
-  args: string[],
-  env: Record<string, string> = {},
-  cwd?: string,
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, [binary, ...args], {
-      env: { PATH: process.env.PATH ?? "", HOME: home, RETOUCH_CONFIG: configFile, RETOUCH_BASE_URL: app.url, ...env },
-      ...(cwd ? { cwd } : {}),
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
+function cli(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<CliRun> {
+  return runCli(args, { HOME: home, RETOUCH_CONFIG: configFile, RETOUCH_BASE_URL: app.url, ...env }, cwd);
 }
 
 beforeAll(async () => {

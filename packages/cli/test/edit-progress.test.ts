@@ -1,14 +1,12 @@
-import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyedAccount } from "../../../test/support/accounts";
 import { productPhoto } from "../../../test/support/images";
 import { type RecordingProxy, startRecordingProxy } from "../../../test/support/recording-proxy";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
+import { type CliRun, runCli } from "./run-cli";
 
 /**
  * The built binary's `edit` waits through the SDK's one wait: a batch's
@@ -16,8 +14,6 @@ import { startTestApp, type TestApp } from "../../../test/support/test-app";
  * when the stream is cut it carries on by polling. A loopback proxy in front
  * of the service records which it was.
  */
-const execFileAsync = promisify(execFile);
-const binary = path.join(path.resolve(path.dirname(fileURLToPath(import.meta.url)), ".."), "dist", "cli.js");
 
 let app: TestApp;
 let proxy: RecordingProxy;
@@ -25,22 +21,13 @@ let home: string;
 let photos: string;
 let key: string;
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await execFileAsync(process.execPath, [binary, ...args], {
-      env: {
-        PATH: process.env.PATH ?? "",
-        HOME: home,
-        RETOUCH_CONFIG: path.join(home, "retouch.json"),
-        RETOUCH_BASE_URL: proxy.url,
-        RETOUCH_API_KEY: key,
-      },
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failed = error as { code: number; stdout: string; stderr: string };
-    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
-  }
+function cli(args: string[]): Promise<CliRun> {
+  return runCli(args, {
+    HOME: home,
+    RETOUCH_CONFIG: path.join(home, "retouch.json"),
+    RETOUCH_BASE_URL: proxy.url,
+    RETOUCH_API_KEY: key,
+  });
 }
 
 beforeAll(async () => {
