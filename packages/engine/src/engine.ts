@@ -3,25 +3,27 @@ import { ClassicalBackgroundRemover } from "./background-removal.classical";
 import { OnnxBackgroundRemover } from "./background-removal.onnx";
 import { readTerm } from "./detection-vocabulary";
 import { planEdit } from "./edit-plan";
-import type {
-  BackgroundRemover,
-  Box,
-  Detection,
-  EditRequest,
-  EditResult,
-  FaceDetector,
-  GenerativeEditor,
-  GreyImage,
-  ImageEngine,
-  Inpainter,
-  ObjectDetector,
-  ObjectRemovalTask,
-  ObjectRemover,
-  OutputFormat,
-  ProviderRecord,
-  RgbaImage,
-  SaliencyModelKind,
-  WorkContext,
+import {
+  type BackgroundRemover,
+  type Box,
+  type Detection,
+  type EditRequest,
+  type EditResult,
+  type FaceDetector,
+  type GenerativeEditor,
+  type GreyImage,
+  type ImageEngine,
+  type Inpainter,
+  isOutputFormat,
+  type ObjectDetector,
+  type ObjectRemovalTask,
+  type ObjectRemover,
+  type OutputFormat,
+  outputFormatFor,
+  type ProviderRecord,
+  type RgbaImage,
+  type SaliencyModelKind,
+  type WorkContext,
 } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { parseInstructions } from "./generative-catalog";
@@ -383,8 +385,6 @@ interface Produced {
   notes?: string[];
 }
 
-const OUTPUT_FORMATS = new Set<OutputFormat>(["jpeg", "png", "webp"]);
-
 class BuiltInImageEngine implements ImageEngine {
   constructor(private readonly parts: EngineParts) {}
 
@@ -403,7 +403,7 @@ class BuiltInImageEngine implements ImageEngine {
 
   private async run(request: EditRequest): Promise<EditResult> {
     const { signal } = request;
-    if (request.format !== undefined && !OUTPUT_FORMATS.has(request.format)) {
+    if (request.format !== undefined && !isOutputFormat(request.format)) {
       throw new EngineError("invalid_request", `Unknown output format "${request.format}": use jpeg, png or webp.`);
     }
     if (request.quality !== undefined && !(Number.isInteger(request.quality) && request.quality >= 1 && request.quality <= 100)) {
@@ -497,7 +497,6 @@ class BuiltInImageEngine implements ImageEngine {
     throwIfCancelled(signal);
 
     let output: RgbaImage;
-    let format: OutputFormat;
     switch (route.workflow) {
       case "background_removal": {
         // "... and add a drop shadow": every other clause is read before the cut-out, so one the catalog cannot do fails at once.
@@ -510,8 +509,6 @@ class BuiltInImageEngine implements ImageEngine {
             context,
           );
         }
-        // The spec: background removal always yields PNG, whatever `format` says.
-        format = "png";
         break;
       }
       case "object_removal":
@@ -523,16 +520,15 @@ class BuiltInImageEngine implements ImageEngine {
           const prompt = route.followUpInstructions.join(", ");
           output = await this.parts.generativeEditor.edit({ image: output, prompt, maxPixels }, context);
         }
-        format = request.format ?? "jpeg";
         break;
       case "generative_edit":
         output = await this.parts.generativeEditor.edit(
           { image, prompt: request.prompt, negativePrompt: request.negativePrompt, mask, maxPixels },
           context,
         );
-        format = request.format ?? "jpeg";
         break;
     }
+    const format = outputFormatFor(route.workflow, request.format);
     return { output, format, ...(made.provider ? { provider: made.provider } : {}), ...(notes.length ? { notes } : {}) };
   }
 
@@ -560,7 +556,7 @@ class BuiltInImageEngine implements ImageEngine {
       },
       { signal: request.signal },
     );
-    const format = route.workflow === "background_removal" ? "png" : (request.format ?? "jpeg");
+    const format = outputFormatFor(route.workflow, request.format);
     return { output, format, provider: { name: provider.name, model: provider.model, latencyMs } };
   }
 }

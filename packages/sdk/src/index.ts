@@ -33,5 +33,6 @@ export {
   TimeoutError,
 } from "./errors";
 export { type ImageInput, imageToBase64 } from "./images";
+export { OUTPUT_FORMATS } from "./output-formats";
 export type { AppRouter, ErrorShape } from "./router.generated";
 export { type VerifyWebhookOptions, verifyWebhook, WebhookVerificationError } from "./webhooks";
