@@ -3,28 +3,27 @@ import { ClassicalBackgroundRemover } from "./background-removal.classical";
 import { OnnxBackgroundRemover } from "./background-removal.onnx";
 import { readTerm } from "./detection-vocabulary";
 import { planEdit } from "./edit-plan";
-import {
-  type BackgroundRemover,
-  type Box,
-  type Detection,
-  type EditRequest,
-  type EditResult,
-  type FaceDetector,
-  type GenerativeEditor,
-  type GreyImage,
-  type ImageEngine,
-  type Inpainter,
-  isOutputFormat,
-  type ObjectDetector,
-  type ObjectRemovalTask,
-  type ObjectRemover,
-  type OutputFormat,
-  outputFormatFor,
-  type ProviderRecord,
-  type RgbaImage,
-  type SaliencyModelKind,
-  type WorkContext,
+import type {
+  BackgroundRemover,
+  Box,
+  Detection,
+  EditRequest,
+  EditResult,
+  FaceDetector,
+  GenerativeEditor,
+  GreyImage,
+  ImageEngine,
+  Inpainter,
+  ObjectDetector,
+  ObjectRemovalTask,
+  ObjectRemover,
+  OutputFormat,
+  ProviderRecord,
+  RgbaImage,
+  SaliencyModelKind,
+  WorkContext,
 } from "./engine.ports";
+import { isOutputFormat, outputFormatFor } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { parseInstructions } from "./generative-catalog";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
