@@ -5,12 +5,30 @@
  * orientation) and encoding (the spec's format rules) stay in `engine.ts`.
  */
 
-export type OutputFormat = "jpeg" | "png" | "webp";
+/**
+ * The formats an edit can be written in: the one list the request schema, the capabilities, the engine's checks
+ * and the dashboard read (the SDK holds its own copy to the router's type, since it loads none of this code).
+ */
+export const OUTPUT_FORMATS = ["jpeg", "png", "webp"] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+export function isOutputFormat(value: unknown): value is OutputFormat {
+  return OUTPUT_FORMATS.includes(value as OutputFormat);
+}
 
 /** Families of ONNX salient-object models, which differ in input normalisation and size. */
 export const SALIENCY_MODEL_KINDS = ["u2net", "isnet", "birefnet"] as const;
 export type SaliencyModelKind = (typeof SALIENCY_MODEL_KINDS)[number];
 export type Workflow = "background_removal" | "object_removal" | "generative_edit";
+
+/**
+ * What an edit is written in (the spec): a background removal always yields PNG, for its transparency, whatever
+ * `format` says; any other edit the requested format, JPEG by default. Read at submission (the job's recorded
+ * format) and by the engine's encoder, so the two never disagree.
+ */
+export function outputFormatFor(workflow: Workflow, requested: OutputFormat | undefined): OutputFormat {
+  return workflow === "background_removal" ? "png" : (requested ?? "jpeg");
+}
 
 export interface EditRequest {
   /** JPEG, PNG or WebP bytes. */

@@ -23,6 +23,7 @@ import type {
   SaliencyModelKind,
   WorkContext,
 } from "./engine.ports";
+import { isOutputFormat, outputFormatFor } from "./engine.ports";
 import { EngineError } from "./engine-error";
 import { parseInstructions } from "./generative-catalog";
 import { SharpCatalogEditor } from "./generative-editor.sharp";
@@ -383,8 +384,6 @@ interface Produced {
   notes?: string[];
 }
 
-const OUTPUT_FORMATS = new Set<OutputFormat>(["jpeg", "png", "webp"]);
-
 class BuiltInImageEngine implements ImageEngine {
   constructor(private readonly parts: EngineParts) {}
 
@@ -403,7 +402,7 @@ class BuiltInImageEngine implements ImageEngine {
 
   private async run(request: EditRequest): Promise<EditResult> {
     const { signal } = request;
-    if (request.format !== undefined && !OUTPUT_FORMATS.has(request.format)) {
+    if (request.format !== undefined && !isOutputFormat(request.format)) {
       throw new EngineError("invalid_request", `Unknown output format "${request.format}": use jpeg, png or webp.`);
     }
     if (request.quality !== undefined && !(Number.isInteger(request.quality) && request.quality >= 1 && request.quality <= 100)) {
@@ -497,7 +496,6 @@ class BuiltInImageEngine implements ImageEngine {
     throwIfCancelled(signal);
 
     let output: RgbaImage;
-    let format: OutputFormat;
     switch (route.workflow) {
       case "background_removal": {
         // "... and add a drop shadow": every other clause is read before the cut-out, so one the catalog cannot do fails at once.
@@ -510,8 +508,6 @@ class BuiltInImageEngine implements ImageEngine {
             context,
           );
         }
-        // The spec: background removal always yields PNG, whatever `format` says.
-        format = "png";
         break;
       }
       case "object_removal":
@@ -523,16 +519,15 @@ class BuiltInImageEngine implements ImageEngine {
           const prompt = route.followUpInstructions.join(", ");
           output = await this.parts.generativeEditor.edit({ image: output, prompt, maxPixels }, context);
         }
-        format = request.format ?? "jpeg";
         break;
       case "generative_edit":
         output = await this.parts.generativeEditor.edit(
           { image, prompt: request.prompt, negativePrompt: request.negativePrompt, mask, maxPixels },
           context,
         );
-        format = request.format ?? "jpeg";
         break;
     }
+    const format = outputFormatFor(route.workflow, request.format);
     return { output, format, ...(made.provider ? { provider: made.provider } : {}), ...(notes.length ? { notes } : {}) };
   }
 
@@ -560,7 +555,7 @@ class BuiltInImageEngine implements ImageEngine {
       },
       { signal: request.signal },
     );
-    const format = route.workflow === "background_removal" ? "png" : (request.format ?? "jpeg");
+    const format = outputFormatFor(route.workflow, request.format);
     return { output, format, provider: { name: provider.name, model: provider.model, latencyMs } };
   }
 }

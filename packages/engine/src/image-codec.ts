@@ -1,6 +1,6 @@
 import { crc32 } from "node:zlib";
 import sharp, { type Metadata, type Sharp } from "sharp";
-import type { GreyImage, OutputFormat, RgbaImage } from "./engine.ports";
+import { type GreyImage, OUTPUT_FORMATS, type OutputFormat, type RgbaImage } from "./engine.ports";
 import { EngineError } from "./engine-error";
 
 /**
@@ -18,7 +18,9 @@ sharp.cache(false);
 /** JPEG and WebP quality when the request names none. */
 export const DEFAULT_QUALITY = 90;
 
-const INPUT_FORMATS = new Set<string>(["jpeg", "png", "webp"]);
+/** The formats a submitted image (or mask) may be in: the ones the engine writes, and no other is decoded. */
+export const INPUT_FORMATS: readonly OutputFormat[] = OUTPUT_FORMATS;
+const INPUT_FORMAT_SET = new Set<string>(INPUT_FORMATS);
 
 interface Dimensions {
   width: number;
@@ -250,7 +252,7 @@ export async function inspectImage(bytes: Buffer, maxPixels: number = DEFAULT_MA
     throw new EngineError("unsupported_image", "The image could not be read: send JPEG, PNG or WebP bytes.", { cause: error });
   }
   const format = metadata.format;
-  if (!INPUT_FORMATS.has(format)) {
+  if (!INPUT_FORMAT_SET.has(format)) {
     throw new EngineError("unsupported_image", `The image is ${format ?? "of an unknown format"}; send JPEG, PNG or WebP.`);
   }
   const width = metadata.autoOrient?.width ?? metadata.width;

@@ -1,6 +1,7 @@
 import { createTRPCClient, httpLink, type TRPCClient, TRPCClientError } from "@trpc/client";
 import { AbortedError, ApiError, type ErrorCode, JobFailedError, LocalError, NetworkError, TimeoutError } from "./errors";
 import { type ImageInput, imageToBase64, remoteImageUrl } from "./images";
+import type { OutputFormat } from "./output-formats";
 import type { AppRouter, ErrorShape } from "./router.generated";
 
 type Outputs = {
@@ -15,8 +16,6 @@ type Outputs = {
   connectedApps: AppRouter["connectedApps"]["list"]["_def"]["$types"]["output"];
   billing: AppRouter["billing"]["state"]["_def"]["$types"]["output"];
 };
-
-export type OutputFormat = "jpeg" | "png" | "webp";
 
 type JobsInput = AppRouter["jobs"]["list"]["_def"]["$types"]["input"];
 /** Narrows a jobs listing (the service filters): a status, a workflow, whole UTC days `from`/`to` (YYYY-MM-DD, both included). */

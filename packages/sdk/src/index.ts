@@ -12,7 +12,6 @@ export {
   type JobResult,
   type JobStatus,
   type JobsPage,
-  type OutputFormat,
   type PaidPlan,
   Retouch,
   type RetouchOptions,
@@ -33,5 +32,6 @@ export {
   TimeoutError,
 } from "./errors";
 export { type ImageInput, imageToBase64 } from "./images";
+export { OUTPUT_FORMATS, type OutputFormat } from "./output-formats";
 export type { AppRouter, ErrorShape } from "./router.generated";
 export { type VerifyWebhookOptions, verifyWebhook, WebhookVerificationError } from "./webhooks";

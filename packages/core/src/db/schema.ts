@@ -1,3 +1,4 @@
+import type { OutputFormat } from "@retouch/engine";
 import type { ColumnType, Generated } from "kysely";
 
 /** A timestamp the database fills in unless told otherwise. */
@@ -82,7 +83,8 @@ export interface RateLimitEventTable {
 
 export type JobStatus = "pending" | "done" | "error";
 export type JobWorkflow = "background_removal" | "object_removal" | "generative_edit";
-export type ImageFormat = "jpeg" | "png" | "webp";
+/** A job's output format: the engine's list (a column's values, so a format added there needs no migration here). */
+export type ImageFormat = OutputFormat;
 
 export interface BatchTable {
   id: string;

@@ -1,3 +1,4 @@
+import { OUTPUT_FORMATS } from "@retouch/engine";
 import { z } from "zod";
 import { JOB_FAILURE_CODES, type JobFailureCode } from "../errors/job-failure-codes";
 
@@ -23,7 +24,7 @@ const idPattern = (prefix: string) => new RegExp(`^${prefix}_[0-9a-z]{26}$`);
 export const jobIdSchema = z.string().regex(idPattern("job"), { error: "must be a job id (job_...)" });
 export const batchIdSchema = z.string().regex(idPattern("bat"), { error: "must be a batch id (bat_...)" });
 
-export const imageFormatSchema = z.enum(["jpeg", "png", "webp"]);
+export const imageFormatSchema = z.enum(OUTPUT_FORMATS);
 
 /** Longest `image_url` / `mask_url` accepted, in characters. */
 export const MAX_URL_CHARS = 2048;

@@ -1,5 +1,13 @@
 import path from "node:path";
-import { CATALOG, COCO_LABELS, createGenerativeProvider, ModelLibrary, minisamModelFiles } from "@retouch/engine";
+import {
+  CATALOG,
+  COCO_LABELS,
+  createGenerativeProvider,
+  INPUT_FORMATS,
+  ModelLibrary,
+  minisamModelFiles,
+  OUTPUT_FORMATS,
+} from "@retouch/engine";
 import type { Config } from "../config/env";
 import type { CapabilitiesOutput } from "../schemas/capabilities.schemas";
 
@@ -67,8 +75,8 @@ export class CapabilitiesService {
       limits: {
         max_image_bytes: config.maxImageBytes,
         max_image_pixels: config.maxImagePixels,
-        input_formats: ["jpeg", "png", "webp"],
-        output_formats: ["jpeg", "png", "webp"],
+        input_formats: [...INPUT_FORMATS],
+        output_formats: [...OUTPUT_FORMATS],
       },
     };
   }

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { EngineError, inspectImage, planEdit } from "@retouch/engine";
+import { EngineError, inspectImage, isOutputFormat, outputFormatFor, planEdit } from "@retouch/engine";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import { PLAN_LIMITS } from "../config/plans";
@@ -385,7 +385,7 @@ export class SubmissionsService {
       }
       const mask =
         input.mask !== undefined ? await this.checkMask(this.images.decodeBase64(input.mask, "mask"), "mask") : undefined;
-      const outputFormat: ImageFormat = plan.workflow === "background_removal" ? "png" : (input.format ?? "jpeg");
+      const outputFormat: ImageFormat = outputFormatFor(plan.workflow, input.format);
       return { index, jobId, input, workflow: plan.workflow, outputFormat, image, mask, hasMask };
     } catch (error) {
       if (error instanceof RetouchError) return { index, jobId, input, error: error.message, code: error.code };
@@ -509,7 +509,7 @@ export class SubmissionsService {
       prompt: typeof item.input.prompt === "string" ? item.input.prompt.slice(0, 2000) : "",
       negativePrompt: null,
       detect: null,
-      outputFormat: format === "png" || format === "webp" ? format : "jpeg",
+      outputFormat: isOutputFormat(format) ? format : "jpeg",
       quality: null,
       webhookUrl: null,
       inputBlob: null,

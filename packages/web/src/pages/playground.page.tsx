@@ -1,4 +1,4 @@
-import { imageToBase64, JobFailedError, type OutputFormat, Retouch } from "@retouch/sdk";
+import { imageToBase64, JobFailedError, OUTPUT_FORMATS, type OutputFormat, Retouch } from "@retouch/sdk";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { inferRouterInputs } from "@trpc/server";
 import { type DragEvent, type FormEvent, useEffect, useRef, useState } from "react";
@@ -20,6 +20,8 @@ const REMOVE_SELECTION = "remove the selection";
 const REMOVE_BACKGROUND = "remove the background";
 /** Between status checks when polling (the stream's fallback), at the pace the service asks of any client. */
 const POLL_MS = 2000;
+// Keyed by the SDK's format type, so a format the service adds shows here once it has a name (the type check asks).
+const FORMAT_LABELS: Record<OutputFormat, string> = { jpeg: "JPEG", png: "PNG", webp: "WebP" };
 
 type PlaygroundInput = inferRouterInputs<AppRouter>["playground"]["submit"];
 
@@ -292,9 +294,11 @@ export function PlaygroundPage() {
               Format
               <select value={format} onChange={(event) => setFormat(event.target.value as "" | OutputFormat)}>
                 <option value="">Automatic (JPEG; PNG for cut-outs)</option>
-                <option value="jpeg">JPEG</option>
-                <option value="png">PNG</option>
-                <option value="webp">WebP</option>
+                {OUTPUT_FORMATS.map((choice) => (
+                  <option key={choice} value={choice}>
+                    {FORMAT_LABELS[choice]}
+                  </option>
+                ))}
               </select>
             </label>
             <label>
