@@ -188,6 +188,9 @@ export async function startRetouch(options: {
         await engine?.close();
         services.blobs.close?.();
         mailer.close();
+        // As on a failed start: a service closed right after it started (a test, a quick restart) may still be
+        // seeding better-auth's OAuth resources, whose insert would meet a destroyed database (CI saw it once).
+        await services.auth.$context.catch(() => undefined);
         await queuePool.end();
         await database.shutdown();
         logger.info("Retouch stopped");

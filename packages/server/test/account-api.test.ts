@@ -384,7 +384,15 @@ describe("OpenAPI", () => {
     ).toMatch(/calendar month \(UTC\).*failed job is refunded and not counted/);
     const jobs = document.paths["/api/jobs"].get;
     expect(jobs.security).toEqual(both);
-    expect(jobs.parameters.map((parameter: { name: string }) => parameter.name).sort()).toEqual(["cursor", "limit"]);
+    // The listing is paged and filtered by status, workflow and day (the dashboard's jobs page, the CLI's filters).
+    expect(jobs.parameters.map((parameter: { name: string }) => parameter.name).sort()).toEqual([
+      "cursor",
+      "from",
+      "limit",
+      "status",
+      "to",
+      "workflow",
+    ]);
     expect(jobs.responses["400"].content["application/json"].examples).toHaveProperty("invalid_request");
     expect(jobs.responses["401"]).toBeDefined();
 
