@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { uniqueEmail, verifyEmail } from "../../../test/support/accounts";
 import { productPhoto } from "../../../test/support/images";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
@@ -214,11 +214,15 @@ describe("editing", () => {
     const submitted = await cli(["edit", path.join(photos, "a.png"), "make it brighter", "--no-wait", "--json"]);
     expect(submitted.code, submitted.stderr).toBe(0);
     const jobId = JSON.parse(submitted.stdout).job_id as string;
-    let status = "pending";
-    for (let i = 0; i < 100 && status === "pending"; i++) {
-      status = JSON.parse((await cli(["status", jobId, "--json"])).stdout).status;
-      if (status === "pending") await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    // Each look starts the CLI afresh: asked every 200 ms, not more often.
+    const status = await vi.waitFor(
+      async () => {
+        const polled = JSON.parse((await cli(["status", jobId, "--json"])).stdout).status as string;
+        if (polled === "pending") throw new Error(`${jobId} still pending`);
+        return polled;
+      },
+      { timeout: 30_000, interval: 200 },
+    );
     expect(status).toBe("done");
     const human = await cli(["status", jobId]);
     expect(human.stdout).toContain(`${jobId} is done: jpeg, 320x240`);

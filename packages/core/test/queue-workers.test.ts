@@ -1,5 +1,5 @@
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createTestDatabase } from "../../../test/support/test-database";
 import { QueueWorkersStore } from "../src/stores/queue-workers.store";
 
@@ -54,7 +54,8 @@ describe("QueueWorkersStore.releaseDead", () => {
     listener.on("notification", (message) => heard.push(JSON.parse(message.payload ?? "{}").jobId));
     await listener.query(`listen "agenda:jobs"`);
     const released = await store.releaseDead("agenda:jobs");
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // PostgreSQL sends a transaction's notifications together at its commit: wait for them, then check exactly which.
+    await vi.waitFor(() => expect(heard.length).toBeGreaterThanOrEqual(3), { timeout: 5_000, interval: 10 });
     await listener.end();
 
     expect(released.map((lock) => lock.id).sort()).toEqual([running, ahead, vanished].sort());

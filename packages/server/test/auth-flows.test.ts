@@ -215,6 +215,7 @@ describe("password reset", () => {
       expect(refused.body.message).toMatch(/redirect_to: must be a path on this site/);
     }
     expect(await verificationRows()).toBe(rowsBefore);
+    // A window, not a wait: mail leaves after the answer, so a refused request's mail would land within it.
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(resetMails(account.email)).toHaveLength(1);
   });

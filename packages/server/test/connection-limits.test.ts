@@ -3,7 +3,7 @@ import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createKey, signUpVerified } from "../../../test/support/accounts";
 import { freePort } from "../../../test/support/free-port";
 import { type RetouchProcess, spawnRetouch } from "../../../test/support/spawn-retouch";
@@ -133,9 +133,11 @@ describe("connection caps", { timeout: 60_000 }, () => {
     expect((await getFrom(app.url, "/healthz", "127.0.0.2")).status).toBe(503);
 
     await closeAll(flood);
-    // The server sees the closes on its next turn of the event loop.
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(await getFrom(app.url, "/healthz", "127.0.0.3")).toMatchObject({ status: 200 });
+    // The server sees the closes on its next turn of the event loop: ask until it has.
+    await vi.waitFor(async () => expect(await getFrom(app.url, "/healthz", "127.0.0.3")).toMatchObject({ status: 200 }), {
+      timeout: 5_000,
+      interval: 20,
+    });
     expect(await getFrom(app.url, "/healthz", "127.0.0.5")).toMatchObject({ status: 200 });
   });
 
@@ -261,7 +263,8 @@ describe("a flood past the process's file descriptors", { timeout: 120_000 }, ()
     expect(during).toContain(503);
 
     await closeAll(flood);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The server sees the closes on its next turn of the event loop: ask until it has, then every request is served.
+    await vi.waitFor(async () => expect(await legitimate()).toBe(200), { timeout: 5_000, interval: 20 });
     const after: Array<number | string> = [];
     for (let i = 0; i < 5; i++) after.push(await legitimate());
     expect(after).toEqual([200, 200, 200, 200, 200]);

@@ -9,7 +9,7 @@ import { appRouter, type ProcedureMeta } from "@retouch/core";
 import createClient from "openapi-fetch";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { sessionCookie, uniqueEmail, verifyEmail } from "../../../test/support/accounts";
 import { base64, productPhoto } from "../../../test/support/images";
 import { startTestApp, type TestApp } from "../../../test/support/test-app";
@@ -207,13 +207,16 @@ export async function example(key: string) {
       headers: auth,
     });
     expect(submitted.data.job_id).toMatch(/^job_/);
-    let status: any;
-    for (let i = 0; i < 300; i++) {
-      status = (await client.GET("/api/process/status", { params: { query: { job_id: submitted.data.job_id } }, headers: auth }))
-        .data;
-      if (status.status !== "pending") break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const status = await vi.waitFor(
+      async () => {
+        const polled = (
+          await client.GET("/api/process/status", { params: { query: { job_id: submitted.data.job_id } }, headers: auth })
+        ).data;
+        if (polled.status === "pending") throw new Error(`${submitted.data.job_id} still pending`);
+        return polled;
+      },
+      { timeout: 30_000, interval: 50 },
+    );
     expect(status.status).toBe("done");
     const result = await client.GET("/api/process/result", {
       params: { query: { job_id: submitted.data.job_id } },

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { ConfigError, parseConfig, parseDuration } from "@retouch/core";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { parse as parseYaml } from "yaml";
 import {
   type Dockerfile,
@@ -442,17 +442,27 @@ async function replayStage(
 }
 
 async function waitForHealth(url: string, child: ChildProcess, output: () => string, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the service exited (${child.exitCode}):\n${output()}`);
-    const status = await fetch(url).then(
-      (response) => response.status,
-      () => 0,
-    );
-    if (status === 200) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`no 200 from ${url} within ${timeoutMs} ms:\n${output()}`);
+  let exited = false;
+  await vi
+    .waitFor(
+      async () => {
+        // An exit is final: it ends the wait at once, with the service's output.
+        if (child.exitCode !== null) {
+          exited = true;
+          return;
+        }
+        const status = await fetch(url).then(
+          (response) => response.status,
+          () => 0,
+        );
+        if (status !== 200) throw new Error(`no 200 from ${url} within ${timeoutMs} ms`);
+      },
+      { timeout: timeoutMs, interval: 50 },
+    )
+    .catch((error: Error) => {
+      throw new Error(`${error.message}:\n${output()}`);
+    });
+  if (exited) throw new Error(`the service exited (${child.exitCode}):\n${output()}`);
 }
 
 async function exitCode(command: string[], cwd: string, env: Record<string, string>): Promise<number> {

@@ -1,7 +1,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type KeyedAccount, keyedAccount } from "../../../test/support/accounts";
 import { base64, productPhoto } from "../../../test/support/images";
 import { insertPendingJob } from "../../../test/support/jobs";
@@ -30,12 +30,14 @@ const call = async (client: Client, name: string, args: Record<string, unknown>)
 const errorOf = (result: ToolResult) => JSON.parse(result.content[0]?.text ?? "{}") as { code: string; message: string };
 
 async function waitUntilSettled(client: Client, jobId: string): Promise<Record<string, unknown>> {
-  for (let i = 0; i < 600; i++) {
-    const status = await call(client, "get_job_status", { job_id: jobId });
-    if (status.structuredContent?.status !== "pending") return status.structuredContent ?? {};
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${jobId} still pending`);
+  return vi.waitFor(
+    async () => {
+      const status = await call(client, "get_job_status", { job_id: jobId });
+      if (status.structuredContent?.status === "pending") throw new Error(`${jobId} still pending`);
+      return status.structuredContent ?? {};
+    },
+    { timeout: 60_000, interval: 50 },
+  );
 }
 
 beforeAll(async () => {

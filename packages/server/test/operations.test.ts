@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type KeyedAccount, keyedAccount, waitForJob } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
@@ -134,10 +134,15 @@ describe("/metrics", () => {
     const workflow = (await app.services.stores.jobs.find(jobId))?.workflow as string;
     // The second attempt is counted just after its answer: look until it shows.
     let after = (await scrape()).samples;
-    for (let i = 0; i < 50 && sampleValue(after, "retouch_webhook_attempts_total", { outcome: "delivered" }) < 1; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      after = (await scrape()).samples;
-    }
+    await vi.waitFor(
+      async () => {
+        after = (await scrape()).samples;
+        const delivered = (samples: typeof after) =>
+          sampleValue(samples, "retouch_webhook_attempts_total", { outcome: "delivered" });
+        expect(delivered(after) - delivered(before)).toBeGreaterThanOrEqual(1);
+      },
+      { timeout: 5_000, interval: 20 },
+    );
     const delta = (name: string, labels: Record<string, string>) =>
       sampleValue(after, name, labels) - sampleValue(before, name, labels);
     expect(delta("retouch_job_duration_seconds_count", { workflow, outcome: "done" })).toBe(1);
@@ -281,8 +286,15 @@ describe("an API process whose database goes away", () => {
     const owner = await keyedAccount(api, { plan: "pro", credits: 10 });
     await submit(api, owner.key, { prompt: "make it sepia" });
     await submit(api, owner.key, { prompt: "make it sepia" });
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    const { samples } = await scrape(api);
+    // The oldest must be a second old before the gauge can show it: scrape until it does (the point is the age).
+    const samples = await vi.waitFor(
+      async () => {
+        const { samples } = await scrape(api);
+        expect(sampleValue(samples, "retouch_queue_oldest_pending_age_seconds", {})).toBeGreaterThanOrEqual(1);
+        return samples;
+      },
+      { timeout: 10_000, interval: 100 },
+    );
     expect(sampleValue(samples, "retouch_queue_jobs", { state: "waiting" })).toBe(2);
     expect(sampleValue(samples, "retouch_queue_jobs", { state: "running" })).toBe(0);
     expect(sampleValue(samples, "retouch_queue_oldest_pending_age_seconds", {})).toBeGreaterThanOrEqual(1);

@@ -65,11 +65,23 @@ it.skipIf(!runnable)("runs with its embedded database as an ordinary (non-root) 
   child.stderr.on("data", (chunk) => (output += chunk));
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   try {
-    const deadline = Date.now() + 60_000;
-    while (!output.includes("Retouch is listening")) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`did not start:\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    // Started once its output says so; an exit or a minute without it is a failure.
+    await new Promise<void>((resolve, reject) => {
+      const fail = () => {
+        clearTimeout(timer);
+        reject(new Error(`did not start:\n${output}`));
+      };
+      const timer = setTimeout(fail, 60_000);
+      const check = () => {
+        if (!output.includes("Retouch is listening")) return;
+        clearTimeout(timer);
+        resolve();
+      };
+      child.stdout.on("data", check);
+      child.stderr.on("data", check);
+      child.on("exit", fail);
+      check();
+    });
     const account = await signUp(`http://127.0.0.1:${port}`);
     expect(account.userId).toMatch(/^usr_/);
     const owner = execFileSync("stat", ["-c", "%U", path.join(dataDir, "postgres")])

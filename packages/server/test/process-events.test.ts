@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { keyedAccount } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
@@ -55,9 +55,8 @@ describe("a job's progress stream", { timeout: 60_000 }, () => {
 
     const pending = await events.next();
     expect(pending).toEqual({ event: "status", id: "0", data: { status: "pending" } });
-    // Nothing happens while the job waits, except heartbeats that keep the connection open.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(events.comments).toContain("heartbeat");
+    // Nothing happens while the job waits, except heartbeats that keep the connection open (one every 200 ms).
+    await vi.waitFor(() => expect(events.comments).toContain("heartbeat"), { timeout: 5_000, interval: 20 });
 
     await settle();
     const terminal = await events.next();

@@ -1,6 +1,6 @@
 import { createHmac } from "node:crypto";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type KeyedAccount, keyedAccount, waitForJob } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
 import { base64, productPhoto } from "../../../test/support/images";
@@ -112,9 +112,16 @@ describe("retries", () => {
     expect(new Set(calls.map((call) => call.headers["x-retouch-timestamp"])).size).toBe(3);
     for (const call of calls) expect(verifyRetouchSignature(call)).toBe(true);
     expect(new Set(calls.map((call) => JSON.parse(call.rawBody).result_url)).size).toBe(3);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const listed = (await deliveries()).find((delivery) => delivery.job_id === jobId);
-    expect(listed).toMatchObject({ status: "delivered", attempts: 3, last_status_code: 200 });
+    // The third answer is recorded just after it arrives: look until it shows.
+    await vi.waitFor(
+      async () =>
+        expect((await deliveries()).find((delivery) => delivery.job_id === jobId)).toMatchObject({
+          status: "delivered",
+          attempts: 3,
+          last_status_code: 200,
+        }),
+      { timeout: 10_000, interval: 20 },
+    );
     expect(receiver.callsTo("/flaky")).toHaveLength(3);
   });
 
@@ -122,11 +129,17 @@ describe("retries", () => {
     receiver.script("/moved", [302]);
     const jobId = await submitWithHook("/moved");
     await receiver.waitFor("/moved", 3);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Once the last attempt is recorded as failed it has ended: a followed redirect would have reached the receiver by then.
+    let listed: Record<string, unknown> | undefined;
+    await vi.waitFor(
+      async () => {
+        listed = (await deliveries()).find((delivery) => delivery.job_id === jobId);
+        expect(listed).toMatchObject({ status: "failed", attempts: 3, last_status_code: 302, next_attempt_at: null });
+      },
+      { timeout: 10_000, interval: 20 },
+    );
     expect(receiver.callsTo("/redirected")).toHaveLength(0);
     expect(receiver.callsTo("/moved")).toHaveLength(3);
-    const listed = (await deliveries()).find((delivery) => delivery.job_id === jobId);
-    expect(listed).toMatchObject({ status: "failed", attempts: 3, last_status_code: 302, next_attempt_at: null });
     expect(listed?.last_error).toMatch(/redirects are not followed/);
   });
 
@@ -201,7 +214,18 @@ describe("a batch", () => {
     const [callB] = await receiver.waitFor("/item-b", 1);
     expect(JSON.parse(callA?.rawBody as string).job_id).toBe(a?.job_id);
     expect(JSON.parse(callB?.rawBody as string).job_id).toBe(b?.job_id);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // Every item settled and both callbacks recorded as delivered at the first attempt: no retry is due, and each job has
+    // one delivery. Then a short window, not a wait: a duplicate sent alongside the first would land within it.
+    for (const job of response.body.jobs as Array<{ job_id: string }>) await waitForJob(app.url, account.key, job.job_id);
+    await vi.waitFor(
+      async () => {
+        const listed = (await deliveries()).filter((delivery) => delivery.job_id === a?.job_id || delivery.job_id === b?.job_id);
+        expect(listed).toHaveLength(2);
+        for (const delivery of listed) expect(delivery).toMatchObject({ status: "delivered", attempts: 1 });
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
     expect(receiver.callsTo("/item-a")).toHaveLength(1);
     expect(receiver.callsTo("/item-b")).toHaveLength(1);
   });

@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import sharp from "sharp";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
 import { freePort } from "../../../test/support/free-port";
 import { request } from "../../../test/support/http-client";
@@ -60,15 +60,8 @@ async function openSection(link: string, heading: string): Promise<void> {
 }
 
 async function waitForMailLink(address: string): Promise<string> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    try {
-      return await verificationLinkFor(app.outboxDir, address);
-    } catch (error) {
-      if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
+  // The mail is written after the sign-up's answer: look until it is there.
+  return vi.waitFor(() => verificationLinkFor(app.outboxDir, address), { timeout: 15_000, interval: 50 });
 }
 
 /** Mean of each colour channel: a black-and-white picture has all three equal. */
