@@ -276,8 +276,8 @@ describe("image fetches capped across requests", () => {
       for (let n = 0; n < 2; n++) admitted.push(single(n));
       await expect.poll(() => host.openByAccount.get(account.userId), { timeout: 10_000 }).toBe(2);
       for (let n = 2; n < 10; n++) admitted.push(single(n));
-      // The waiters are invisible from outside (no fetch yet): give their pre-checks time to pass and line them up.
-      await new Promise((resolve) => setTimeout(resolve, 2000));
+      // The waiters have not reached the host yet: the service counts them.
+      await expect.poll(() => app.services.submissions.downloadsWaiting(account.userId), { timeout: 10_000 }).toBe(8);
       const refused = await single(10);
       expect(refused.status, refused.text).toBe(503);
       expect(refused.body).toEqual({

@@ -28,6 +28,11 @@ export class BoundedSemaphore {
     return this.held === 0 && this.waiting.length === 0;
   }
 
+  /** Callers waiting for a slot now. */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
   /** A slot, or SlotUnavailableError; call the returned function exactly once to give the slot back. */
   async acquire(signal?: AbortSignal): Promise<() => void> {
     if (signal?.aborted) throw new SlotUnavailableError("aborted");
@@ -96,6 +101,11 @@ export class KeyedSemaphores {
       this.forgetIfIdle(key, owner);
       throw error;
     }
+  }
+
+  /** Callers waiting for one of `key`'s slots now. */
+  waitingFor(key: string): number {
+    return this.byKey.get(key)?.waitingCount ?? 0;
   }
 
   private forgetIfIdle(key: string, semaphore: BoundedSemaphore): void {

@@ -74,6 +74,11 @@ export class ImageInputsService {
     });
   }
 
+  /** Downloads of `accountId` waiting for a slot of the account's now (they have not reached the host yet). */
+  downloadsWaiting(accountId: string): number {
+    return this.accountSlots.waitingFor(accountId);
+  }
+
   /** How many of one request's downloads run at once: never more than its account may open. */
   get requestConcurrency(): number {
     return Math.min(IMAGE_FETCH_CONCURRENCY, this.deps.config.imageFetchesPerAccount);

@@ -180,6 +180,11 @@ export class SubmissionsService {
     });
   }
 
+  /** An account's `image_url` downloads waiting for a slot now (nothing outside the process sees them). */
+  downloadsWaiting(accountId: string): number {
+    return this.images.downloadsWaiting(accountId);
+  }
+
   /**
    * Submits one image or a batch. `onRateLimit` hears, whatever the outcome
    * (accepted, replayed or refused), where the account then stands against its
