@@ -1,9 +1,8 @@
-import { readFile } from "node:fs/promises";
 import os from "node:os";
 import type { InferenceSession } from "onnxruntime-node";
 import { EngineError } from "./engine-error";
 import { collectGarbage } from "./garbage-collection";
-import { declaredInputSize, resizeModelInput, withFirstOutputOnly } from "./models/model-input-size";
+import { preparedModel } from "./models/prepared-model";
 import { throwIfCancelled } from "./work-checkpoint";
 
 /** Which model to run: a file, and for a fixed-size model, the square input size to resize it to (default: as declared). */
@@ -242,31 +241,20 @@ export class LocalOnnxRunner implements OnnxRunner {
         // Warnings only: a resized graph makes onnxruntime say, per tensor, that it re-inferred a shape.
         logSeverityLevel: 3,
       };
-      const source = await this.modelSource(spec);
+      const source = await preparedModel(spec);
+      // Whatever preparing the model left (its bytes, read and changed: a few hundred MB) is garbage now, and
+      // would stay until some later collection, through the load and the forward passes, which allocate almost
+      // no JavaScript.
+      collectGarbage();
       const session =
         typeof source === "string"
           ? await ort.InferenceSession.create(source, options)
           : await ort.InferenceSession.create(source, options);
-      // The model's bytes, read and resized here, are garbage now: a few hundred MB that V8 would keep
-      // until some later collection, through the forward passes, since those allocate almost no JavaScript.
-      collectGarbage();
       this.onLoaded?.(spec.path, (performance.now() - started) / 1000);
       return session;
     } catch (error) {
       throw new EngineError("model_failed", `The model ${spec.path} could not be loaded: ${describe(error)}`, { cause: error });
     }
-  }
-
-  /**
-   * The model as onnxruntime gets it: only its first output (the only one read), and for a fixed-size
-   * model given an `inputSize`, resized to it. Its path when neither changes anything.
-   */
-  private async modelSource(spec: OnnxModelSpec): Promise<string | Uint8Array> {
-    const file = new Uint8Array(await readFile(spec.path));
-    const pruned = spec.allOutputs ? file : (withFirstOutputOnly(file) ?? file);
-    // A model with symbolic height and width takes any size as it is.
-    const resized = spec.inputSize && declaredInputSize(pruned) ? resizeModelInput(pruned, spec.inputSize) : pruned;
-    return resized === file ? spec.path : resized;
   }
 }
 

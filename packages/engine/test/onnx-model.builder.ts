@@ -64,10 +64,11 @@ class ProtoWriter {
 const FLOAT = 1;
 const UINT8 = 2;
 const INT64 = 7;
+const FLOAT16 = 10;
 
 /** The element types these test models use. */
-export type ElementType = "float32" | "uint8" | "int64";
-const ELEMENT_TYPES: Record<ElementType, number> = { float32: FLOAT, uint8: UINT8, int64: INT64 };
+export type ElementType = "float32" | "uint8" | "int64" | "float16";
+const ELEMENT_TYPES: Record<ElementType, number> = { float32: FLOAT, uint8: UINT8, int64: INT64, float16: FLOAT16 };
 
 export type Dimension = number | string;
 
@@ -83,7 +84,8 @@ export interface OnnxGraph {
   /** Float32 unless `type` says otherwise. */
   inputs: { name: string; shape: Dimension[]; type?: ElementType }[];
   outputs: { name: string; shape: Dimension[]; type?: ElementType }[];
-  initializers: { name: string; dims: number[]; values: number[] }[];
+  /** Float32 unless `type` says float16 (as the float16 exports of IS-Net store their weights). */
+  initializers: { name: string; dims: number[]; values: number[]; type?: "float32" | "float16" }[];
   nodes: OnnxNode[];
   opset?: number;
 }
@@ -137,9 +139,10 @@ export function buildOnnxModel(graph: OnnxGraph): Buffer {
     for (const initializer of graph.initializers) {
       g.message(5, (tensor) => {
         for (const dim of initializer.dims) tensor.int(1, dim);
-        tensor.int(2, FLOAT);
+        const half = initializer.type === "float16";
+        tensor.int(2, half ? FLOAT16 : FLOAT);
         tensor.string(8, initializer.name);
-        tensor.bytes(9, Buffer.from(new Float32Array(initializer.values).buffer));
+        tensor.bytes(9, Buffer.from((half ? new Float16Array(initializer.values) : new Float32Array(initializer.values)).buffer));
       });
     }
     for (const input of graph.inputs) g.message(11, (info) => writeValueInfo(info, input.name, input.shape, input.type));
@@ -186,6 +189,30 @@ export function redSaliencyModel(
         : []),
     ],
     nodes,
+  });
+}
+
+/**
+ * redSaliencyModel as IS-Net's float16 exports are stored (the test weights'
+ * `medium` export): float32 in and out, float16 weights, and the activations
+ * cast to float16 before the convolution and back to float32 after it. With
+ * `float16Input`, the graph's input itself is float16.
+ */
+export function float16RedSaliencyModel(options: { size?: number; float16Input?: boolean } = {}): Buffer {
+  const size = options.size ?? 32;
+  return buildOnnxModel({
+    inputs: [{ name: "input", shape: [1, 3, size, size], ...(options.float16Input ? { type: "float16" as const } : {}) }],
+    outputs: [{ name: "mask", shape: [1, 1, size, size] }],
+    initializers: [
+      { name: "weight", dims: [1, 3, 1, 1], values: [3, -3, -3], type: "float16" },
+      { name: "bias", dims: [1], values: [-3], type: "float16" },
+    ],
+    nodes: [
+      ...(options.float16Input ? [] : [{ op: "Cast", inputs: ["input"], outputs: ["input_half"], attributes: { to: FLOAT16 } }]),
+      { op: "Conv", inputs: [options.float16Input ? "input" : "input_half", "weight", "bias"], outputs: ["logits_half"] },
+      { op: "Cast", inputs: ["logits_half"], outputs: ["logits"], attributes: { to: FLOAT } },
+      { op: "Sigmoid", inputs: ["logits"], outputs: ["mask"] },
+    ],
   });
 }
 

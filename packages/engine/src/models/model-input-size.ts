@@ -18,87 +18,22 @@
  * IoU 0.908 at 1024, 0.904 at 768, 0.889 at 640 (two failures); see docs/engine.md.
  */
 
-interface Field {
-  number: number;
-  wireType: number;
-  /** Offset of the key. */
-  start: number;
-  /** Offset and length of a length-delimited field's payload, or of a varint. */
-  valueStart: number;
-  valueEnd: number;
-}
-
-function readVarint(bytes: Uint8Array, offset: number): { value: number; next: number } {
-  let value = 0;
-  let shift = 0;
-  let position = offset;
-  for (;;) {
-    const byte = bytes[position++];
-    if (byte === undefined) throw new Error("truncated varint");
-    value += (byte & 0x7f) * 2 ** shift;
-    if ((byte & 0x80) === 0) return { value, next: position };
-    shift += 7;
-    if (shift > 63) throw new Error("varint too long");
-  }
-}
-
-function writeVarint(value: number): number[] {
-  const out: number[] = [];
-  let rest = value;
-  while (rest >= 0x80) {
-    out.push((rest % 0x80) | 0x80);
-    rest = Math.floor(rest / 0x80);
-  }
-  out.push(rest);
-  return out;
-}
-
-/** The fields of one message occupying bytes[start, end). */
-function fields(bytes: Uint8Array, start: number, end: number): Field[] {
-  const out: Field[] = [];
-  let position = start;
-  while (position < end) {
-    const key = readVarint(bytes, position);
-    const number = Math.floor(key.value / 8);
-    const wireType = key.value % 8;
-    let valueStart = key.next;
-    let valueEnd: number;
-    switch (wireType) {
-      case 0:
-        valueEnd = readVarint(bytes, valueStart).next;
-        break;
-      case 1:
-        valueEnd = valueStart + 8;
-        break;
-      case 2: {
-        const length = readVarint(bytes, valueStart);
-        valueStart = length.next;
-        valueEnd = valueStart + length.value;
-        break;
-      }
-      case 5:
-        valueEnd = valueStart + 4;
-        break;
-      default:
-        throw new Error(`unsupported protobuf wire type ${wireType}`);
-    }
-    if (valueEnd > end) throw new Error("field runs past its message");
-    out.push({ number, wireType, start: position, valueStart, valueEnd });
-    position = valueEnd;
-  }
-  return out;
-}
-
-const text = new TextDecoder();
-const str = (bytes: Uint8Array, field: Field) => text.decode(bytes.subarray(field.valueStart, field.valueEnd));
-
-// Field numbers from onnx.proto.
-const MODEL_GRAPH = 7;
-const GRAPH = { node: 1, initializer: 5, input: 11, output: 12, valueInfo: 13 } as const;
-const NODE = { input: 1, output: 2, opType: 4, attribute: 5 } as const;
-const ATTRIBUTE = { name: 1, tensor: 5 } as const;
-const TENSOR = { dims: 1, dataType: 2, rawData: 9 } as const;
-const INT64 = 7;
+import {
+  ATTRIBUTE,
+  type Field,
+  fields,
+  GRAPH,
+  graphOf,
+  INT64,
+  lengthDelimited,
+  NODE,
+  nested,
+  readVarint,
+  rebuildGraph,
+  str,
+  TENSOR,
+  writeVarint,
+} from "./onnx-wire";
 
 interface ParsedNode {
   opType: string;
@@ -137,10 +72,6 @@ interface ValueInfo {
   dims: (number | string | undefined)[] | undefined;
 }
 
-function nested(bytes: Uint8Array, field: Field | undefined, number: number): Field | undefined {
-  return field ? fields(bytes, field.valueStart, field.valueEnd).find((part) => part.number === number) : undefined;
-}
-
 // ValueInfoProto { name = 1; type = 2 } → TypeProto { tensor_type = 1 } → { elem_type = 1; shape = 2 } →
 // TensorShapeProto { dim = 1 } → Dimension { dim_value = 1; dim_param = 2 }.
 function readValueInfo(bytes: Uint8Array, valueInfo: Field): ValueInfo {
@@ -162,10 +93,6 @@ function readValueInfo(bytes: Uint8Array, valueInfo: Field): ValueInfo {
           })
       : undefined,
   };
-}
-
-function lengthDelimited(number: number, payload: Uint8Array | number[]): number[] {
-  return [...writeVarint(number * 8 + 2), ...writeVarint(payload.length), ...payload];
 }
 
 function encodeValueInfo(info: ValueInfo): number[] {
@@ -241,8 +168,7 @@ export interface DeclaredInput {
 
 /** The first graph input's declared spatial size (NCHW), or undefined when symbolic. */
 export function declaredInputSize(model: Uint8Array): DeclaredInput | undefined {
-  const graph = fields(model, 0, model.length).find((field) => field.number === MODEL_GRAPH);
-  if (!graph) throw new Error("not an ONNX model: no graph");
+  const graph = graphOf(model);
   const input = fields(model, graph.valueStart, graph.valueEnd).find((field) => field.number === GRAPH.input);
   if (!input) return undefined;
   const [height, width] = readValueInfo(model, input).dims?.slice(2, 4) ?? [];
@@ -256,8 +182,7 @@ export function declaredInputSize(model: Uint8Array): DeclaredInput | undefined 
  * whole number), so a wrong setting fails at load, not with a broken matte.
  */
 export function resizeModelInput(model: Uint8Array, size: number): Uint8Array {
-  const graphField = fields(model, 0, model.length).find((field) => field.number === MODEL_GRAPH);
-  if (!graphField) throw new Error("not an ONNX model: no graph");
+  const graphField = graphOf(model);
   const declared = declaredInputSize(model);
   if (!declared || declared.height !== declared.width) throw new Error("the model's input is not a fixed square");
   const from = declared.height;
@@ -301,42 +226,11 @@ export function resizeModelInput(model: Uint8Array, size: number): Uint8Array {
  * the model has only one output.
  */
 export function withFirstOutputOnly(model: Uint8Array): Uint8Array | undefined {
-  const graphField = fields(model, 0, model.length).find((field) => field.number === MODEL_GRAPH);
-  if (!graphField) throw new Error("not an ONNX model: no graph");
+  const graphField = graphOf(model);
   const outputs = fields(model, graphField.valueStart, graphField.valueEnd).filter((field) => field.number === GRAPH.output);
   if (outputs.length <= 1) return undefined;
   const extra = new Set(outputs.slice(1).map((field) => field.start));
   return rebuildGraph(model, graphField, (field) =>
     extra.has(field.start) ? undefined : model.subarray(field.start, field.valueEnd),
   ).out;
-}
-
-/** A copy of `model` with its graph's fields mapped (undefined drops one); where the new graph's fields lie. */
-function rebuildGraph(
-  model: Uint8Array,
-  graphField: Field,
-  map: (field: Field) => Uint8Array | undefined,
-): { out: Uint8Array; graph: Pick<Field, "valueStart" | "valueEnd"> } {
-  const parts: Uint8Array[] = [];
-  let graphLength = 0;
-  for (const field of fields(model, graphField.valueStart, graphField.valueEnd)) {
-    const bytes = map(field);
-    if (!bytes) continue;
-    parts.push(bytes);
-    graphLength += bytes.length;
-  }
-  const graphHeader = [...writeVarint(MODEL_GRAPH * 8 + 2), ...writeVarint(graphLength)];
-  const before = model.subarray(0, graphField.start);
-  const after = model.subarray(graphField.valueEnd);
-  const out = new Uint8Array(before.length + graphHeader.length + graphLength + after.length);
-  out.set(before, 0);
-  out.set(graphHeader, before.length);
-  let position = before.length + graphHeader.length;
-  const graphStart = position;
-  for (const part of parts) {
-    out.set(part, position);
-    position += part.length;
-  }
-  out.set(after, position);
-  return { out, graph: { valueStart: graphStart, valueEnd: graphStart + graphLength } };
 }

