@@ -19,6 +19,7 @@ export class EditsFailedError extends Error {}
 const IMAGE_EXTENSIONS = new Set([".jpg", ".jpeg", ".png", ".webp"]);
 const POLL_MS = 2000;
 
+/** --timeout: a bare number is seconds here (`ms` would read it as milliseconds), so the CLI keeps its own reading. */
 function parseDuration(text: string | undefined, fallbackMs: number): number {
   if (!text) return fallbackMs;
   const match = /^(\d+)(ms|s|m|h)?$/.exec(text);
