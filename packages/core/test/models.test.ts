@@ -216,6 +216,46 @@ describe("pulling a model from a mirror", () => {
     expect(await readdir(dir)).toEqual([]);
   });
 
+  it("tries a URL `attempts` times, telling onRetry before each retry; a 404 is a definite answer, tried once", async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const retries: number[] = [];
+    const onRetry = ({ attempt }: { attempt: number }) => void retries.push(attempt);
+    await expect(library({ mirror: closed }).pull("test-red", { ...quick, attempts: 3, onRetry })).rejects.toMatchObject({
+      reason: "download_failed",
+    });
+    expect(retries).toEqual([1, 2]);
+
+    const empty = await startModelMirror();
+    try {
+      retries.length = 0;
+      await expect(library({ mirror: empty.url }).pull("test-red", { ...quick, onRetry })).rejects.toMatchObject({
+        reason: "download_failed",
+      });
+      expect(retries).toEqual([]);
+      expect(empty.requests).toEqual([{ file: FILE, range: undefined, status: 404 }]);
+    } finally {
+      await empty.close();
+    }
+  });
+
+  it("ends as cancelled when cancelled during the pause before a retry, and tries no more", async () => {
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const controller = new AbortController();
+    const retries: number[] = [];
+    // A pause far longer than the test: only the cancel can end it.
+    const pull = library({ mirror: closed }).pull("test-red", {
+      retryDelayMs: 600_000,
+      signal: controller.signal,
+      onRetry: ({ attempt }) => {
+        retries.push(attempt);
+        controller.abort();
+      },
+    });
+    await expect(pull).rejects.toMatchObject({ reason: "cancelled" });
+    expect(retries).toEqual([1]);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
   it("leaves a download that another process holds alone, and takes over a dead one's", async () => {
     const lock = path.join(dir, `${FILE}.lock`);
     await writeFile(lock, "{}");

@@ -186,7 +186,11 @@ export class Retouch {
     });
   }
 
-  /** Runs a call, retrying what is safe to retry, with back-off or the server's Retry-After. */
+  /**
+   * Runs a call, retrying what is safe to retry, with back-off or the server's Retry-After.
+   * Not p-retry: its pause cannot come from the failed answer (Retry-After), and the SDK
+   * keeps to tRPC as its only runtime dependency.
+   */
   private async call<T>(run: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {

@@ -9,6 +9,7 @@ import {
   type Retouch,
   TimeoutError,
 } from "@retouch/sdk";
+import { glob } from "tinyglobby";
 import { authedClient, type CommandContext, KEY_REQUIRED, requireArg, stringFlag, UsageError } from "../command-context";
 import { Progress } from "../progress";
 
@@ -18,6 +19,7 @@ export class EditsFailedError extends Error {}
 const IMAGE_EXTENSIONS = new Set([".jpg", ".jpeg", ".png", ".webp"]);
 const POLL_MS = 2000;
 
+/** --timeout: a bare number is seconds here (`ms` would read it as milliseconds), so the CLI keeps its own reading. */
 function parseDuration(text: string | undefined, fallbackMs: number): number {
   if (!text) return fallbackMs;
   const match = /^(\d+)(ms|s|m|h)?$/.exec(text);
@@ -45,13 +47,15 @@ function editOptions(ctx: CommandContext): EditOptions {
   };
 }
 
-/** `*` and `?` in the last path segment, e.g. `photos/*.jpg`. */
+/**
+ * `*`, `?` and tinyglobby's other patterns in the last path segment, e.g. `photos/*.jpg`; the folder is
+ * taken literally (a `[` in its name is no pattern), dot files match as they did, and the matches come
+ * sorted. tinyglobby is a devDependency that tsup bundles: the published CLI depends on the SDK alone.
+ */
 async function expandGlob(pattern: string): Promise<string[]> {
   const dir = path.dirname(pattern);
-  const escaped = path.basename(pattern).replace(/[.+^${}()|[\]\\]/g, "\\$&");
-  const matcher = new RegExp(`^${escaped.replace(/\*/g, ".*").replace(/\?/g, ".")}$`);
-  const entries = await readdir(dir).catch(() => [] as string[]);
-  return entries.filter((entry) => matcher.test(entry)).map((entry) => path.join(dir, entry));
+  const matches = await glob(path.basename(pattern), { cwd: dir, dot: true, expandDirectories: false });
+  return matches.sort().map((entry) => path.join(dir, entry));
 }
 
 const isRemote = (arg: string) => /^https?:\/\//i.test(arg);

@@ -16,6 +16,13 @@ interface Waiter {
  * for at most `maxWaitMs`. The queue is bounded in length and in time so that
  * overload turns into a prompt refusal rather than an ever-longer line of
  * requests, each holding memory. Waiters are served first come, first served.
+ *
+ * Kept rather than a library (p-limit, p-queue): they queue without a bound on
+ * the line's length and give a waiter no time limit (overload would wait, not
+ * be refused with a 503), their slot lives only as long as one function call
+ * (image-inputs holds its account's slot while it waits for the server's), and
+ * KeyedSemaphores below adds per-account fairness on top. p-map does the
+ * plain "map at most n at once" (submissions, blob migration).
  */
 export class BoundedSemaphore {
   private held = 0;

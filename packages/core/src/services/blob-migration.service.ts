@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
+import pMap from "p-map";
 import { type PutOptions, SAFE_KEY } from "../blobs/blob-store";
 import { openS3BlobStore } from "../blobs/open-blob-store";
 import type { Config } from "../config/env";
@@ -121,7 +122,6 @@ export async function migrateBlobs(options: BlobMigrationOptions): Promise<BlobM
     ignored,
     stoppedEarly: false,
   };
-  let next = 0;
   let done = 0;
   const stop = () => options.signal?.aborted === true || summary.failed >= MAX_MIGRATION_FAILURES;
 
@@ -164,12 +164,8 @@ export async function migrateBlobs(options: BlobMigrationOptions): Promise<BlobM
     }
   };
 
-  const lanes = Array.from({ length: Math.max(1, Math.min(options.concurrency, blobs.length)) }, async () => {
-    while (next < blobs.length && !stop()) {
-      await one(blobs[next++] as string);
-    }
-  });
-  await Promise.all(lanes);
+  // A blob not yet started when the run stops is left alone (not counted as done): the summary says stopped early.
+  await pMap(blobs, (key) => (stop() ? undefined : one(key)), { concurrency: Math.max(1, options.concurrency) });
   summary.stoppedEarly = done < blobs.length;
   return summary;
 }

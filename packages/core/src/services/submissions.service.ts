@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
 import { EngineError, inspectImage, isOutputFormat, outputFormatFor, planEdit } from "@retouch/engine";
+import pMap from "p-map";
+import { configure } from "safe-stable-stringify";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import { PLAN_LIMITS } from "../config/plans";
@@ -94,34 +96,19 @@ export interface SubmissionsDependencies {
   openVocabulary?: () => Promise<boolean>;
 }
 
-/** Runs `task` over `items`, at most `limit` at once, in order; the first failure rejects and stops new tasks. */
-async function mapLimited<T, R>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  let failed = false;
-  const worker = async () => {
-    while (!failed && next < items.length) {
-      const index = next++;
-      try {
-        results[index] = await task(items[index] as T, index);
-      } catch (error) {
-        failed = true;
-        throw error;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
+/**
+ * Key order does not change the request, so it must not change the hash either. The keys are
+ * sorted with localeCompare, as the hand-written canonical form sorted them before this library:
+ * the library's default (code-unit order) would give another hash for the same request, and a
+ * retry across an upgrade would be refused as a reused Idempotency-Key.
+ */
+const canonicalJson = configure({ deterministic: (a, b) => a.localeCompare(b) });
 
-function requestHash(input: ProcessInput): string {
-  // Key order does not change the request; the hash must not either.
-  const canonical = JSON.stringify(input, (_key, value: unknown) =>
-    value && typeof value === "object" && !Array.isArray(value)
-      ? Object.fromEntries(Object.entries(value as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
-      : value,
-  );
-  return createHash("sha256").update(canonical).digest("hex");
+/** The SHA-256 of the request's canonical JSON: what an Idempotency-Key is bound to. */
+export function requestHash(input: ProcessInput): string {
+  return createHash("sha256")
+    .update(canonicalJson(input) ?? "")
+    .digest("hex");
 }
 
 /** The plans' limits as the submission function takes them. */
@@ -251,7 +238,10 @@ export class SubmissionsService {
 
     const items = isBatch ? (input.images ?? []) : [input];
     // A single image was validated with the request (the procedure's input schema); batch items arrive unchecked.
-    const prepared = await mapLimited(items, IMAGE_FETCH_CONCURRENCY, (item, index) => this.prepare(item, index, !isBatch));
+    // pMap keeps the items' order, and its first failure rejects and starts no further task.
+    const prepared = await pMap(items, (item, index) => this.prepare(item, index, !isBatch), {
+      concurrency: IMAGE_FETCH_CONCURRENCY,
+    });
     const firstRejected = prepared.find((item): item is RejectedItem => "error" in item);
     if (!isBatch && firstRejected) throw new RetouchError(firstRejected.code, firstRejected.error);
     const toFetch = prepared.filter((item): item is PreparedItem => !("error" in item));
@@ -289,9 +279,9 @@ export class SubmissionsService {
     const session = this.images.newSession(principal.userId);
     let checked: Array<AcceptedItem | RejectedItem>;
     try {
-      checked = await mapLimited(prepared, this.images.requestConcurrency, (item) =>
-        "error" in item ? Promise.resolve(item) : this.complete(item, session),
-      );
+      checked = await pMap(prepared, (item) => ("error" in item ? item : this.complete(item, session)), {
+        concurrency: this.images.requestConcurrency,
+      });
     } catch (error) {
       session.controller.abort();
       throw error;

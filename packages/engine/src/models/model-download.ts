@@ -3,6 +3,7 @@ import { createReadStream } from "node:fs";
 import { mkdir, open, rename, rm, stat, utimes } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
+import pRetry from "p-retry";
 import { hasChecksum, type ModelFile } from "./model-catalog";
 import { ModelError } from "./model-error";
 
@@ -84,16 +85,23 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
     for (const url of downloadUrls(entry, options.mirror)) {
       let fetched: { resumedFrom: number } | undefined;
       const attempts = Math.max(1, options.attempts ?? 3);
-      for (let attempt = 1; attempt <= attempts && !fetched; attempt++) {
-        try {
-          fetched = await fetchInto(url, partPath(finalPath), options);
-        } catch (error) {
-          if (options.signal?.aborted) throw new ModelError("cancelled", `The download of ${entry.name} was cancelled.`);
-          lastError = error instanceof Error ? error : new Error(String(error));
-          if (!isRetriable(error) || attempt === attempts) break;
-          options.onRetry?.({ url, attempt, error: lastError });
-          await delay(options.retryDelayMs ?? 1000, options.signal);
-        }
+      try {
+        fetched = await pRetry(() => fetchInto(url, partPath(finalPath), options), {
+          retries: attempts - 1,
+          // The same pause before every attempt: each resumes where the last stopped, so backing off buys nothing.
+          minTimeout: options.retryDelayMs ?? 1000,
+          factor: 1,
+          signal: options.signal,
+          // Asked only when another attempt may follow (p-retry has checked the count): so onRetry is told exactly then.
+          shouldRetry: ({ error, attemptNumber }) => {
+            if (!isRetriable(error)) return false;
+            options.onRetry?.({ url, attempt: attemptNumber, error });
+            return true;
+          },
+        });
+      } catch (error) {
+        if (options.signal?.aborted) throw new ModelError("cancelled", `The download of ${entry.name} was cancelled.`);
+        lastError = error instanceof Error ? error : new Error(String(error));
       }
       if (!fetched) continue;
       let mismatch = await checkFile(entry, partPath(finalPath));
@@ -249,18 +257,6 @@ function describe(error: unknown, signal: AbortSignal): string {
   if (signal.aborted && signal.reason instanceof Error) return signal.reason.message;
   const cause = error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : "";
   return `${error instanceof Error ? error.message : String(error)}${cause}`;
-}
-
-function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** Whether a live process holds the download lock of this model file. */

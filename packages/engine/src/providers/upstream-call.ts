@@ -11,6 +11,13 @@ import { throwIfCancelled } from "../work-checkpoint";
  * the adapters turn them off and let this module decide, so every vendor
  * behaves the same and the breaker sees every attempt.
  *
+ * Hand-written rather than cockatiel's retry and breaker policies or p-retry:
+ * a content refusal must leave the breaker as it was (neither a success that
+ * closes a half-open breaker nor a failure), the open breaker's message says
+ * for how long it stays open, the pause comes from the answer's Retry-After
+ * (and one longer than the cap ends the edit at once), and the failure's
+ * message is built from all tries; each library would need this code around it.
+ *
  * Failures become EngineErrors whose messages are written here, from the
  * HTTP status and the vendor's short error code only: the vendor's own text
  * never reaches a message (and so never the logs or the caller), and
