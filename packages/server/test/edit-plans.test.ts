@@ -18,16 +18,12 @@ import { startTestApp, type TestApp } from "../../../test/support/test-app";
 let api: TestApp;
 let worker: RetouchApp;
 let account: KeyedAccount;
+/** The shared database, read straight (the rows as stored). */
+let db: pg.Pool;
 const workerLogs: string[] = [];
 
 async function sql<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: api.config.databaseUrl as string });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
+  return (await db.query<T>(text, values)).rows;
 }
 
 beforeAll(async () => {
@@ -47,9 +43,11 @@ beforeAll(async () => {
     role: "worker",
   });
   account = await keyedAccount(api, { plan: "pro", credits: 20 });
+  db = new pg.Pool({ connectionString: api.config.databaseUrl as string, max: 1 });
 }, 120_000);
 
 afterAll(async () => {
+  await db?.end();
   await worker?.close();
   await api?.close();
 });
@@ -114,12 +112,15 @@ describe("a worker configured differently from the api", { timeout: 120_000 }, (
 
   it("runs a stored plan as stored, where the worker's own reading of the prompt differs; a row without a plan it plans itself", async () => {
     const photo = await productPhoto({ width: 320, height: 240 });
-    const storedId = newId("job");
-    await api.services.blobs.put(`inputs/${storedId}`, photo);
+    const queued = async (row: Parameters<typeof insertPendingJob>[2]) => {
+      const id = newId("job");
+      await api.services.blobs.put(`inputs/${id}`, photo);
+      await insertPendingJob(api.services, account.userId, { ...row, id, inputBlob: `inputs/${id}` });
+      await api.services.queue.enqueueOnce(id);
+      return id;
+    };
     // The stored plan says background removal; the prompt alone reads as a colour edit (a JPEG).
-    await insertPendingJob(api.services, account.userId, {
-      id: storedId,
-      inputBlob: `inputs/${storedId}`,
+    const storedId = await queued({
       prompt: "make it black and white",
       workflow: "background_removal",
       plan: {
@@ -129,15 +130,7 @@ describe("a worker configured differently from the api", { timeout: 120_000 }, (
       },
     });
     // A job queued before plans were stored (no plan) is planned by the worker, as it always was.
-    const oldId = newId("job");
-    await api.services.blobs.put(`inputs/${oldId}`, photo);
-    await insertPendingJob(api.services, account.userId, {
-      id: oldId,
-      inputBlob: `inputs/${oldId}`,
-      prompt: "make it black and white",
-    });
-    await api.services.queue.enqueueOnce(storedId);
-    await api.services.queue.enqueueOnce(oldId);
+    const oldId = await queued({ prompt: "make it black and white" });
     expect(await waitForJob(api.url, account.key, storedId)).toMatchObject({ status: "done", format: "png" });
     expect(await waitForJob(api.url, account.key, oldId)).toMatchObject({ status: "done", format: "jpeg" });
   });
