@@ -8,7 +8,15 @@ import pg from "pg";
 export async function insertPendingJob(
   services: Services,
   userId: string,
-  options: { charge?: boolean; inputBlob?: string | null; prompt?: string; id?: string } = {},
+  options: {
+    charge?: boolean;
+    inputBlob?: string | null;
+    prompt?: string;
+    id?: string;
+    /** The stored edit plan (jobs.plan, JSON); none by default, as for a job queued before plans were stored. */
+    plan?: unknown;
+    workflow?: "background_removal" | "object_removal" | "generative_edit";
+  } = {},
 ): Promise<string> {
   const jobId = options.id ?? newId("job");
   const client = new pg.Client({ connectionString: services.config.databaseUrl as string });
@@ -26,9 +34,17 @@ export async function insertPendingJob(
       );
     }
     await client.query(
-      `insert into jobs (id, user_id, status, workflow, prompt, output_format, input_blob, input_width, input_height, credits_used)
-       values ($1, $2, 'pending', 'generative_edit', $3, 'jpeg', $4, 320, 240, $5)`,
-      [jobId, userId, options.prompt ?? "make it sepia", options.inputBlob ?? null, 1],
+      `insert into jobs (id, user_id, status, workflow, prompt, output_format, input_blob, input_width, input_height, credits_used, plan)
+       values ($1, $2, 'pending', $6, $3, 'jpeg', $4, 320, 240, $5, $7)`,
+      [
+        jobId,
+        userId,
+        options.prompt ?? "make it sepia",
+        options.inputBlob ?? null,
+        1,
+        options.workflow ?? "generative_edit",
+        options.plan === undefined ? null : JSON.stringify(options.plan),
+      ],
     );
     await client.query("commit");
   } finally {

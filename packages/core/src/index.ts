@@ -67,6 +67,7 @@ export {
   imageEngineOptions,
   ModelProvisioner,
 } from "./processing/model-provisioner";
+export { createQueueWorker, type QueueWorker, runServiceMaintenance } from "./processing/queue-worker";
 export {
   MAX_BATCH_SIZE,
   MAX_INLINE_IMAGE_BYTES,

@@ -1,24 +1,35 @@
+import { z } from "zod";
 import { COCO_LABELS } from "./detection-vocabulary";
-import type { Workflow } from "./engine.ports";
+import { EXECUTORS, type PlannedEdit, WORKFLOWS } from "./engine.ports";
 import { EngineError, type EngineFailureReason } from "./engine-error";
 import { CATALOG } from "./generative-catalog";
 import { readRemovalTerms } from "./object-removal";
 import { readPrompt } from "./prompt-reading";
-import type { PromptRoute, RouteInput } from "./prompt-router";
+import type { RouteInput } from "./prompt-router";
+
+export type { Executor } from "./engine.ports";
 
 /**
  * Who carries out a prompt, decided before anything is charged: the built-in
  * engine for what it fully understands (free, instant, exact), the hosted
  * provider for the rest when one is configured, or nobody — then the
  * submission is refused with a message that says what this server can do.
- * Pure: the service's submission check and the engine read prompts the same
- * way, so a prompt accepted here is one the engine will attempt.
+ * Pure. Made once, at submission: the accepted plan is stored with the job
+ * (plannedEdit) and the worker's engine executes it as stored (readPlannedEdit);
+ * the engine plans a prompt itself only when it is given no plan.
  */
-export type Executor = "builtin" | "provider";
+export type EditPlan = ({ ok: true } & PlannedEdit) | { ok: false; reason: EngineFailureReason; message: string };
 
-export type EditPlan =
-  | { ok: true; workflow: Workflow; executor: Executor; route: PromptRoute }
-  | { ok: false; reason: EngineFailureReason; message: string };
+/** What a stored plan must look like to be executed (readPlannedEdit); extra keys are dropped. */
+const plannedEditSchema = z.object({
+  workflow: z.enum(WORKFLOWS),
+  executor: z.enum(EXECUTORS),
+  route: z.object({
+    workflow: z.enum(WORKFLOWS),
+    removalTerms: z.array(z.string()),
+    followUpInstructions: z.array(z.string()),
+  }),
+});
 
 export interface PlanOptions {
   /** A generative provider is configured (RETOUCH_GENERATIVE_PROVIDER). */
@@ -37,6 +48,25 @@ export function builtInAbilities(): string {
     `(people, animals, vehicles and everyday things; or anything marked with a mask), and make these edits: ${edits}. ` +
     "GET /api/capabilities lists them with examples."
   );
+}
+
+/** The part of an accepted plan that is stored with the job: plain JSON, nothing else of the reading. */
+export function plannedEdit(plan: PlannedEdit): PlannedEdit {
+  const { workflow, removalTerms, followUpInstructions } = plan.route;
+  return { workflow: plan.workflow, executor: plan.executor, route: { workflow, removalTerms, followUpInstructions } };
+}
+
+/**
+ * A stored plan, read back where it is executed: the plan itself, or `plan_not_executable` when it is
+ * not one this engine can read (a newer format, a damaged row). Never replanned from the prompt: that
+ * could be a different edit from the one the submission accepted.
+ */
+export function readPlannedEdit(value: unknown): PlannedEdit {
+  const parsed = plannedEditSchema.safeParse(value);
+  if (!parsed.success || parsed.data.route.workflow !== parsed.data.workflow) {
+    throw new EngineError("plan_not_executable", "The job's stored edit plan is not one this engine can read.");
+  }
+  return parsed.data;
 }
 
 export function planEdit(input: RouteInput, options: PlanOptions): EditPlan {

@@ -31,6 +31,11 @@ export type EngineFailureReason =
   | "upstream_failed"
   /** The hosted provider refused the prompt or the picture under its content policy. */
   | "content_refused"
+  /**
+   * The stored plan cannot be carried out here: it names the hosted provider and this engine has none,
+   * or it is not a plan this engine can read. Never replanned: that would make a different edit.
+   */
+  | "plan_not_executable"
   /** The request's AbortSignal fired. */
   | "cancelled"
   /** Anything unexpected (a bug or a library failure); the cause is attached. */

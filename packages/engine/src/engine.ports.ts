@@ -19,7 +19,8 @@ export function isOutputFormat(value: unknown): value is OutputFormat {
 /** Families of ONNX salient-object models, which differ in input normalisation and size. */
 export const SALIENCY_MODEL_KINDS = ["u2net", "isnet", "birefnet"] as const;
 export type SaliencyModelKind = (typeof SALIENCY_MODEL_KINDS)[number];
-export type Workflow = "background_removal" | "object_removal" | "generative_edit";
+export const WORKFLOWS = ["background_removal", "object_removal", "generative_edit"] as const;
+export type Workflow = (typeof WORKFLOWS)[number];
 
 /**
  * What an edit is written in (the spec): a background removal always yields PNG, for its transparency, whatever
@@ -43,6 +44,12 @@ export interface EditRequest {
   mask?: Buffer;
   /** Terms separated by " . ": forces object removal and replaces the derived vocabulary. */
   detect?: string;
+  /**
+   * The plan the submission accepted (planEdit's answer, stored with the job): executed as given, never
+   * planned again from this engine's configuration. Absent (a job queued before plans were stored, a
+   * direct caller): the engine plans the prompt itself.
+   */
+  plan?: PlannedEdit;
   signal?: AbortSignal;
 }
 
@@ -73,6 +80,25 @@ export interface Route {
   workflow: Workflow;
   /** What object removal should look for; empty for the other workflows. */
   removalTerms: string[];
+}
+
+/** Who carries out an accepted prompt: the built-in engine, or the hosted generative provider. */
+export const EXECUTORS = ["builtin", "provider"] as const;
+export type Executor = (typeof EXECUTORS)[number];
+
+/**
+ * An accepted prompt's plan (planEdit): the workflow, who carries it out, and the prompt's reading.
+ * Plain JSON, made once at submission and stored with the job; the worker's engine executes it as
+ * stored (readPlannedEdit checks one read back), so an api and a worker configured differently cannot
+ * make two different edits of one prompt. A change to this shape must keep reading the stored one.
+ */
+export interface PlannedEdit {
+  workflow: Workflow;
+  executor: Executor;
+  route: Route & {
+    /** The prompt's clauses after a removal, for the built-in catalog (PromptRoute's). */
+    followUpInstructions: string[];
+  };
 }
 
 export interface ImageEngine {

@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { ClassicalBackgroundRemover } from "./background-removal.classical";
 import { OnnxBackgroundRemover } from "./background-removal.onnx";
 import { readTerm } from "./detection-vocabulary";
-import { planEdit } from "./edit-plan";
+import { planEdit, readPlannedEdit } from "./edit-plan";
 import type {
   BackgroundRemover,
   Box,
@@ -18,6 +18,7 @@ import type {
   ObjectRemovalTask,
   ObjectRemover,
   OutputFormat,
+  PlannedEdit,
   ProviderRecord,
   RgbaImage,
   SaliencyModelKind,
@@ -36,7 +37,6 @@ import { DetectAndInpaintRemover } from "./object-removal";
 import type { OnnxRunner } from "./onnx-runner";
 import { PatchMatchInpainter } from "./patch-inpainter";
 import { MoveNetPoseEstimator, type PoseThread } from "./pose-keypoints";
-import type { PromptRoute } from "./prompt-router";
 import type { GenerativeProvider, GenerativeProviderOptions } from "./providers/generative-provider";
 import { createGenerativeProvider } from "./providers/generative-providers";
 import {
@@ -409,12 +409,7 @@ class BuiltInImageEngine implements ImageEngine {
       throw new EngineError("invalid_request", `Quality must be an integer from 1 to 100, not ${request.quality}.`);
     }
     throwIfCancelled(signal);
-    // The same reading as the submission's check: what it accepted is done whole, here or by the provider.
-    const plan = planEdit(
-      { prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined },
-      { provider: this.parts.provider !== undefined, labels: this.parts.labels, openVocabulary: this.parts.openVocabulary },
-    );
-    if (!plan.ok) throw new EngineError(plan.reason, plan.message);
+    const plan = this.planFor(request);
     const { output, format, provider, notes } =
       plan.executor === "provider" && this.parts.provider
         ? await this.byProvider(this.parts.provider, request, plan.route)
@@ -438,8 +433,32 @@ class BuiltInImageEngine implements ImageEngine {
     };
   }
 
+  /**
+   * The plan to execute: the one the submission accepted, as given (a job's stored plan), or, for a
+   * request without one (a job queued before plans were stored, a direct caller), this engine's own
+   * reading. A given plan is never replanned: one this engine cannot carry out fails the edit.
+   */
+  private planFor(request: EditRequest): PlannedEdit {
+    if (request.plan !== undefined) {
+      const plan = readPlannedEdit(request.plan);
+      if (plan.executor === "provider" && !this.parts.provider) {
+        throw new EngineError(
+          "plan_not_executable",
+          "The edit was accepted for the hosted generative provider, and this worker has none configured (RETOUCH_GENERATIVE_PROVIDER).",
+        );
+      }
+      return plan;
+    }
+    const plan = planEdit(
+      { prompt: request.prompt, detect: request.detect, hasMask: request.mask !== undefined },
+      { provider: this.parts.provider !== undefined, labels: this.parts.labels, openVocabulary: this.parts.openVocabulary },
+    );
+    if (!plan.ok) throw new EngineError(plan.reason, plan.message);
+    return plan;
+  }
+
   /** Decodes and runs the workflow: the picture to encode and its format. */
-  private async produce(request: EditRequest, route: PromptRoute): Promise<Produced> {
+  private async produce(request: EditRequest, route: PlannedEdit["route"]): Promise<Produced> {
     const { signal } = request;
     // A hosted background or object remover that made part of the edit says so here, for the result's record.
     const made: { provider?: ProviderRecord } = {};
@@ -479,7 +498,7 @@ class BuiltInImageEngine implements ImageEngine {
 
   private async produceDetected(
     request: EditRequest,
-    route: PromptRoute,
+    route: PlannedEdit["route"],
     context: WorkContext,
     made: { provider?: ProviderRecord },
     notes: string[],
@@ -536,7 +555,7 @@ class BuiltInImageEngine implements ImageEngine {
    * when the built-in engine cannot do all of it); the engine's encoder still
    * decides format and quality, and a background removal stays PNG.
    */
-  private async byProvider(provider: GenerativeProvider, request: EditRequest, route: PromptRoute): Promise<Produced> {
+  private async byProvider(provider: GenerativeProvider, request: EditRequest, route: PlannedEdit["route"]): Promise<Produced> {
     const { maxPixels } = this.parts;
     const image = await decodeImage(request.image, maxPixels);
     const mask: GreyImage | undefined = request.mask

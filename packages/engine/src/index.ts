@@ -5,7 +5,7 @@
 export { ClassicalBackgroundRemover, type ClassicalSegmenterOptions } from "./background-removal.classical";
 export { inferModelKind, OnnxBackgroundRemover, type OnnxBackgroundRemoverOptions } from "./background-removal.onnx";
 export { COCO_LABELS } from "./detection-vocabulary";
-export { builtInAbilities, type EditPlan, type Executor, type PlanOptions, planEdit } from "./edit-plan";
+export { builtInAbilities, type EditPlan, type Executor, type PlanOptions, planEdit, plannedEdit } from "./edit-plan";
 export {
   type BackgroundModelOptions,
   createImageEngine,
@@ -36,6 +36,7 @@ export {
   OUTPUT_FORMATS,
   type OutputFormat,
   outputFormatFor,
+  type PlannedEdit,
   type ProviderRecord,
   type RgbaImage,
   type Route,

@@ -2,15 +2,15 @@ import path from "node:path";
 import {
   type Config,
   createMailer,
+  createQueueWorker,
   createServices,
-  ImageProcessor,
+  type ImageProcessor,
   JobQueue,
   type Logger,
   ModelProvisioner,
   modelFileLabel,
   openBlobStore,
   RetouchMetrics,
-  runMaintenance,
   type ServiceDependencies,
   ServiceSecretsStore,
   type Services,
@@ -99,34 +99,9 @@ export async function startRetouch(options: {
       models = new ModelProvisioner({ config, logger, metrics });
       engine = new EnginePool(config.workerConcurrency, await models.initialOptions(), logger, poolOptions);
       services.selections.useEngine(engine);
-      const settled = (job: Parameters<typeof services.webhooks.afterSettle>[0]) => services.webhooks.afterSettle(job);
-      const worker = new ImageProcessor({
-        jobs: services.stores.jobs,
-        blobs: services.blobs,
-        engine,
-        config,
-        logger,
-        onSettled: settled,
-        workerId: queue.workerId,
-        metrics,
-      });
-      processor = worker;
-      queue.work({
-        processImage: (jobId, keepAlive) => worker.process(jobId, keepAlive),
-        deliverWebhook: (deliveryId) => services.webhooks.attempt(deliveryId),
-        maintenance: () =>
-          runMaintenance({
-            jobs: services.stores.jobs,
-            rateLimits: services.stores.rateLimits,
-            oauthGrants: services.stores.oauthGrants,
-            blobs: services.blobs,
-            config,
-            logger,
-            enqueueOnce: (jobId) => queue.enqueueOnce(jobId),
-            onSettled: settled,
-            rescheduleWebhooks: (graceMs) => services.webhooks.rescheduleOverdue(graceMs),
-          }),
-      });
+      const worker = createQueueWorker(services, { engine, workerId: queue.workerId });
+      processor = worker.processor;
+      queue.work(worker.handlers);
     }
     await queue.start();
     queueStarted = true;

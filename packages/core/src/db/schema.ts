@@ -1,4 +1,4 @@
-import type { OutputFormat } from "@retouch/engine";
+import type { OutputFormat, PlannedEdit } from "@retouch/engine";
 import type { ColumnType, Generated } from "kysely";
 
 /** A timestamp the database fills in unless told otherwise. */
@@ -122,6 +122,11 @@ export interface JobTable {
   error_code: string | null;
   error_message: string | null;
   rejection: string | null;
+  /**
+   * The edit plan the submission accepted (the engine's PlannedEdit), executed by the worker as stored;
+   * null for a job queued before plans were stored (migration 0014) and for a rejected batch item.
+   */
+  plan: ColumnType<PlannedEdit | null, string | null, string | null>;
   /** Set when a hosted provider made the edit: its name, model and the time spent waiting on it. */
   provider: string | null;
   provider_model: string | null;

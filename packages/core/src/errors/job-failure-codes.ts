@@ -68,6 +68,11 @@ export const JOB_FAILURE_CODES = {
     engineMessage: true,
     message: "The image provider refused this prompt or picture under its content policy: change the prompt or the image.",
   },
+  plan_not_executable: {
+    engineMessage: false,
+    message:
+      "This server accepted the edit, but the worker that took it is not set up to carry it out (the credit was refunded): tell the server's operator, or submit it again later.",
+  },
   job_timeout: {
     engineMessage: false,
     message: "The edit took longer than this server allows one job: try a smaller image or a simpler prompt.",
@@ -117,6 +122,7 @@ const CODE_OF_ENGINE_REASON: Record<EngineFailureReason, JobFailureCode> = {
   model_unavailable: "model_unavailable",
   upstream_failed: "upstream_failed",
   content_refused: "content_refused",
+  plan_not_executable: "plan_not_executable",
   cancelled: "internal_error",
   internal_error: "internal_error",
 };

@@ -8,7 +8,7 @@ import { type JobFailure, jobFailure, jobFailureFromError } from "../errors/job-
 import type { Logger } from "../lib/logger";
 import type { RetouchMetrics } from "../lib/metrics";
 import { randomHex } from "../lib/secrets";
-import type { JobRow, JobsStore } from "../stores/jobs.store";
+import type { JobRow, JobsStore, SettledJob } from "../stores/jobs.store";
 
 /** A job that crashed its worker this many times is failed and refunded rather than retried again. */
 export const MAX_ATTEMPTS = 3;
@@ -20,7 +20,7 @@ export interface ImageProcessorDependencies {
   config: Pick<Config, "jobLockLifetimeMs" | "jobTimeoutMs" | "retentionMs">;
   logger: Logger;
   /** Called once a job reaches `done` or `error` (after the refund): webhooks go out from here. */
-  onSettled(job: JobRow): Promise<void>;
+  onSettled(job: SettledJob): Promise<void>;
   /** The queue's id of this process (JobQueue.workerId): claims of a dead worker are then freed with its queue locks. */
   workerId?: string;
   /** Times each job this worker settles, by workflow and outcome (retouch_job_duration_seconds). */
@@ -86,6 +86,8 @@ export class ImageProcessor {
         ...(job.quality !== null ? { quality: job.quality } : {}),
         ...(mask ? { mask } : {}),
         ...(job.detect !== null ? { detect: job.detect } : {}),
+        // The plan the submission accepted, executed as stored; a job queued before plans were stored has none.
+        ...(job.plan !== null ? { plan: job.plan } : {}),
         signal: controller.signal,
       });
       const resultBlob = `results/${jobId}.${result.format}`;
@@ -147,7 +149,7 @@ export class ImageProcessor {
     this.deps.metrics?.jobDuration.observe({ workflow: job.workflow, outcome }, (performance.now() - started) / 1000);
   }
 
-  private async afterSettle(job: JobRow): Promise<void> {
+  private async afterSettle(job: SettledJob): Promise<void> {
     const inputs = [job.input_blob, job.mask_blob].filter((key): key is string => key !== null);
     try {
       await this.deps.blobs.deleteMany(inputs);

@@ -2,7 +2,7 @@ import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import { jobFailure } from "../errors/job-failure-codes";
 import type { Logger } from "../lib/logger";
-import type { JobRow, JobsStore } from "../stores/jobs.store";
+import type { JobsStore, SettledJob } from "../stores/jobs.store";
 import type { OAuthGrantsStore } from "../stores/oauth-grants.store";
 import type { RateLimitsStore } from "../stores/rate-limits.store";
 
@@ -23,7 +23,7 @@ export interface MaintenanceDependencies {
   config: Pick<Config, "jobLockLifetimeMs" | "jobTimeoutMs">;
   logger: Logger;
   enqueueOnce(jobId: string): Promise<void>;
-  onSettled(job: JobRow): Promise<void>;
+  onSettled(job: SettledJob): Promise<void>;
   /** Re-schedules webhook attempts whose queue entry was lost. */
   rescheduleWebhooks(graceMs: number): Promise<number>;
   /** For tests: the time to sweep as of. */

@@ -1,11 +1,19 @@
 import { createHash } from "node:crypto";
-import { EngineError, inspectImage, isOutputFormat, outputFormatFor, planEdit } from "@retouch/engine";
+import {
+  EngineError,
+  inspectImage,
+  isOutputFormat,
+  outputFormatFor,
+  type PlannedEdit,
+  planEdit,
+  plannedEdit,
+} from "@retouch/engine";
 import pMap from "p-map";
 import { configure } from "safe-stable-stringify";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import { PLAN_LIMITS } from "../config/plans";
-import type { ImageFormat, JobWorkflow } from "../db/schema";
+import type { ImageFormat } from "../db/schema";
 import type { ErrorCode } from "../errors/error-codes";
 import { RetouchError } from "../errors/retouch-error";
 import { newId } from "../lib/ids";
@@ -47,7 +55,8 @@ interface AcceptedItem {
   input: ProcessItemInput;
   image: Buffer;
   mask: Buffer | undefined;
-  workflow: JobWorkflow;
+  /** The edit plan accepted at submission, stored with the job for the worker to execute. */
+  plan: PlannedEdit;
   outputFormat: ImageFormat;
   width: number;
   height: number;
@@ -61,7 +70,7 @@ interface PreparedItem {
   index: number;
   jobId: string;
   input: ProcessItemInput;
-  workflow: JobWorkflow;
+  plan: PlannedEdit;
   outputFormat: ImageFormat;
   /** Undefined while `image_url` is still to be fetched. */
   image: { bytes: Buffer; width: number; height: number } | undefined;
@@ -363,7 +372,8 @@ export class SubmissionsService {
         if (!verdict.ok) throw new RetouchError("invalid_request", `webhook_url: ${verdict.reason}`);
       }
       const hasMask = input.mask !== undefined || input.mask_url !== undefined;
-      // A prompt nobody here can carry out is refused now, before any money moves (no job, no charge).
+      // A prompt nobody here can carry out is refused now, before any money moves (no job, no charge). The plan
+      // accepted is the one the worker executes: it is stored with the job, never made again from the worker's settings.
       const plan = planEdit(
         { prompt: input.prompt, ...(input.detect !== undefined ? { detect: input.detect } : {}), hasMask },
         {
@@ -381,7 +391,7 @@ export class SubmissionsService {
       const mask =
         input.mask !== undefined ? await this.checkMask(this.images.decodeBase64(input.mask, "mask"), "mask") : undefined;
       const outputFormat: ImageFormat = outputFormatFor(plan.workflow, input.format);
-      return { index, jobId, input, workflow: plan.workflow, outputFormat, image, mask, hasMask };
+      return { index, jobId, input, plan: plannedEdit(plan), outputFormat, image, mask, hasMask };
     } catch (error) {
       if (error instanceof RetouchError) return { index, jobId, input, error: error.message, code: error.code };
       throw error;
@@ -408,7 +418,7 @@ export class SubmissionsService {
         input,
         image: image.bytes,
         mask,
-        workflow: item.workflow,
+        plan: item.plan,
         outputFormat: item.outputFormat,
         width: image.width,
         height: image.height,
@@ -478,7 +488,8 @@ export class SubmissionsService {
       batchId,
       batchIndex: batchId ? item.index : null,
       status: "pending",
-      workflow: item.workflow,
+      workflow: item.plan.workflow,
+      plan: item.plan,
       prompt: item.input.prompt,
       negativePrompt: item.input.negative_prompt ?? null,
       detect: item.input.detect ?? null,
@@ -501,6 +512,7 @@ export class SubmissionsService {
       batchIndex: item.index,
       status: "error",
       workflow: "generative_edit",
+      plan: null,
       prompt: typeof item.input.prompt === "string" ? item.input.prompt.slice(0, 2000) : "",
       negativePrompt: null,
       detect: null,

@@ -3,7 +3,7 @@ import type { Logger } from "../lib/logger";
 import type { RetouchMetrics, WebhookAttemptOutcome } from "../lib/metrics";
 import { OutboundRefusedError, postJson } from "../lib/outbound-http";
 import { standardWebhooksSecret, webhookHeaders } from "../lib/webhook-signature";
-import type { JobRow, JobsStore } from "../stores/jobs.store";
+import type { JobRow, JobsStore, SettledJob } from "../stores/jobs.store";
 import type { DeliveryRow, WebhookDeliveriesStore } from "../stores/webhook-deliveries.store";
 import { failureOf, type JobsService, metadataOf } from "./jobs.service";
 import type { Principal } from "./principal";
@@ -54,11 +54,9 @@ export class WebhooksService {
     return { secret, standard_webhooks_secret: standardWebhooksSecret(secret) };
   }
 
-  /** After a job settles: sends its callback now, if it has one. */
-  async afterSettle(job: JobRow): Promise<void> {
-    if (!job.webhook_url) return;
-    const delivery = await this.deps.deliveries.forJob(job.id);
-    if (delivery?.status === "pending") await this.deps.scheduleDelivery(delivery.id, new Date());
+  /** After a job settles: sends its callback now, if the settlement wrote one (JobsStore.settleDone, settleFailed). */
+  async afterSettle(job: SettledJob): Promise<void> {
+    if (job.webhookDeliveryId !== null) await this.deps.scheduleDelivery(job.webhookDeliveryId, new Date());
   }
 
   /** One attempt. Safe to run twice: a delivery is attempted by one worker at a time and only while pending. */

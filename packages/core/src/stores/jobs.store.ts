@@ -1,3 +1,4 @@
+import type { PlannedEdit } from "@retouch/engine";
 import { type Kysely, type Selectable, sql, type Transaction } from "kysely";
 import type { Database, ImageFormat, JobTable, JobWorkflow } from "../db/schema";
 import type { JobFailure } from "../errors/job-failure-codes";
@@ -21,6 +22,11 @@ export interface NewJob {
   batchIndex: number | null;
   status: "pending" | "error";
   workflow: JobWorkflow;
+  /**
+   * The edit plan accepted (stored for the worker to execute); absent or null for a batch item that could not
+   * start, and for a job written without one (the worker's engine then plans it, as for jobs from before 0014).
+   */
+  plan?: PlannedEdit | null;
   prompt: string;
   negativePrompt: string | null;
   detect: string | null;
@@ -121,6 +127,12 @@ export interface DoneResult {
   provider?: { name: string; model: string; latencyMs: number };
 }
 
+/**
+ * A job as its settlement left it, with the webhook delivery that settlement wrote (null without a
+ * `webhook_url`): the caller schedules that delivery, with no read back of what was just written.
+ */
+export type SettledJob = JobRow & { webhookDeliveryId: string | null };
+
 /** The NOTIFY a settling transaction sends (the queue's settlement notice). */
 export type SettlementNotice = (jobId: string) => { channel: string; payload: string };
 
@@ -155,6 +167,7 @@ export class JobsStore {
         batch_index: job.batchIndex,
         status: job.status,
         workflow: job.workflow,
+        plan: job.plan ?? null,
         prompt: job.prompt,
         negative_prompt: job.negativePrompt,
         detect: job.detect,
@@ -373,7 +386,7 @@ export class JobsStore {
   }
 
   /** Marks the job done, if this worker still holds it; its webhook delivery is created in the same transaction. */
-  async settleDone(jobId: string, workerId: string, result: DoneResult): Promise<JobRow | undefined> {
+  async settleDone(jobId: string, workerId: string, result: DoneResult): Promise<SettledJob | undefined> {
     return this.db.transaction().execute(async (trx) => {
       const done = await trx
         .updateTable("jobs")
@@ -399,11 +412,10 @@ export class JobsStore {
         .where("claimed_by", "=", workerId)
         .returningAll()
         .executeTakeFirst();
-      if (done) {
-        await this.deliveries.createForJob(trx, done);
-        await this.announceSettled(trx, jobId);
-      }
-      return done;
+      if (!done) return undefined;
+      const webhookDeliveryId = await this.deliveries.createForJob(trx, done);
+      await this.announceSettled(trx, jobId);
+      return { ...done, webhookDeliveryId };
     });
   }
 
@@ -417,7 +429,7 @@ export class JobsStore {
     jobId: string,
     failure: JobFailure,
     options: { workerId?: string; processingTimeMs?: number | null } = {},
-  ): Promise<JobRow | undefined> {
+  ): Promise<SettledJob | undefined> {
     return this.db.transaction().execute(async (trx) => {
       let pending = trx
         .selectFrom("jobs")
@@ -453,9 +465,9 @@ export class JobsStore {
         .returningAll()
         .executeTakeFirstOrThrow();
       // After the refund: the callback's credits_remaining already includes it.
-      await this.deliveries.createForJob(trx, settled);
+      const webhookDeliveryId = await this.deliveries.createForJob(trx, settled);
       await this.announceSettled(trx, jobId);
-      return settled;
+      return { ...settled, webhookDeliveryId };
     });
   }
 

@@ -8,12 +8,13 @@ export class WebhookDeliveriesStore {
   constructor(private readonly db: Kysely<Database>) {}
 
   /** Inside the settle transaction: a job that settles with a webhook_url always gets its delivery. */
+  /** The settled job's delivery, written in the settling transaction: its id to schedule, or null without a webhook_url. */
   async createForJob(
     trx: Transaction<Database>,
     job: { id: string; user_id: string; webhook_url: string | null },
-  ): Promise<void> {
-    if (!job.webhook_url) return;
-    await trx
+  ): Promise<string | null> {
+    if (!job.webhook_url) return null;
+    const created = await trx
       .insertInto("webhook_deliveries")
       .values({
         id: newId("whd"),
@@ -24,11 +25,9 @@ export class WebhookDeliveriesStore {
         next_attempt_at: new Date(),
       })
       .onConflict((conflict) => conflict.column("job_id").doNothing())
-      .execute();
-  }
-
-  async forJob(jobId: string): Promise<DeliveryRow | undefined> {
-    return this.db.selectFrom("webhook_deliveries").selectAll().where("job_id", "=", jobId).executeTakeFirst();
+      .returning("id")
+      .executeTakeFirst();
+    return created?.id ?? null;
   }
 
   /**

@@ -12,6 +12,7 @@ import * as submitPrecheck from "./0010-submit-precheck.migration";
 import * as queueWorkers from "./0011-queue-workers.migration";
 import * as serviceSecrets from "./0012-service-secrets.migration";
 import * as billing from "./0013-billing.migration";
+import * as jobPlans from "./0014-job-plans.migration";
 
 /**
  * Every schema change, in order. Forward-only: a released migration is never
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   "0011-queue-workers": queueWorkers,
   "0012-service-secrets": serviceSecrets,
   "0013-billing": billing,
+  "0014-job-plans": jobPlans,
 };
