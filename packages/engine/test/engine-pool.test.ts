@@ -5,7 +5,7 @@ import path from "node:path";
 import { EnginePool } from "@retouch/engine";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { decodeImage } from "../src/image-codec";
+import { decodeImage } from "../src/pixels/image-codec";
 import { redSaliencyModel } from "./onnx-model.builder";
 import { loadPhoto } from "./real-photos.fixture";
 import { changeInside, loadReference } from "./removal-quality.fixture";
