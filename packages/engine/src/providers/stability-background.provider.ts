@@ -4,7 +4,7 @@ import { createCheckpoint } from "../work-checkpoint";
 import { cutOut, localColoursFromMatte } from "../workflows/alpha-matting";
 import { toWorkingResolution } from "../workflows/background-removal.classical";
 import { decodeAnswer, encodeUpload, sizeWithin } from "./provider-images";
-import type { BackgroundProviderOptions } from "./removal-providers";
+import type { BackgroundProviderOptions } from "./removal-provider";
 import { callStability, STABILITY_VENDOR, type StabilityRequest, stabilityEndpoint } from "./stability-api";
 import { callUpstream, type UpstreamPolicy, type UpstreamTuning } from "./upstream-call";
 

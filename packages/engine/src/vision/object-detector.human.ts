@@ -5,8 +5,9 @@ import { COCO_LABELS } from "../prompts/detection-vocabulary";
 import { workerScript } from "../runtime/worker-script";
 import { throwIfCancelled } from "../work-checkpoint";
 import { loadHumanModel, type ModelThread, openModelThread } from "./human-model";
-import { type PoseThread, type PoseThreadInput, prepareMoveNet, runMoveNet } from "./pose-keypoints";
+import { type PoseThread, prepareMoveNet, runMoveNet } from "./pose-keypoints";
 import { VISION_KEEP_MAX_PIXELS, type VisionThreadClient } from "./vision-thread";
+import type { DetectorThreadInput, HumanThreadInput, HumanThreadOutput } from "./vision-thread.protocol";
 
 /**
  * COCO object detection, offline: the CenterNet (MobileNet-v3 backbone) model
@@ -43,15 +44,6 @@ export interface HumanObjectDetectorOptions {
 
 const INPUT_SIZE = 512;
 const OUTPUT_NODE = "tower_0/detections";
-
-/** What the detection thread gets: the picture at 512x512, RGB. */
-export interface DetectorThreadInput {
-  pixels: Uint8Array;
-}
-
-/** What the thread answers besides detections: MoveNet's keypoints (pose-keypoints.ts), or loads MoveNet beforehand. */
-export type HumanThreadInput = DetectorThreadInput | PoseThreadInput | { preparePose: true };
-export type HumanThreadOutput = Float32Array | Float32Array[] | null;
 
 const thread = workerScript("object-detector.worker", import.meta.url);
 

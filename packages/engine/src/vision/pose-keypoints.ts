@@ -4,6 +4,7 @@ import { workerScript } from "../runtime/worker-script";
 import { throwIfCancelled } from "../work-checkpoint";
 import { loadHumanModel, runModelThread } from "./human-model";
 import { VISION_KEEP_MAX_PIXELS, type VisionThreadClient } from "./vision-thread";
+import type { PoseThreadInput } from "./vision-thread.protocol";
 
 /**
  * Body keypoints of a detected person, offline: MoveNet SinglePose Lightning
@@ -69,11 +70,6 @@ export interface PoseThread {
   keypoints(input: PoseThreadInput, transfer: ArrayBuffer[]): Promise<Float32Array[]>;
   /** Ends the thread (idempotent). */
   close(): void;
-}
-
-/** What the pose thread gets: one 192x192 RGB crop per person. */
-export interface PoseThreadInput {
-  crops: Uint8Array[];
 }
 
 /** The square around a box's centre that MoveNet looks at: the box's longer side and a little more (limbs reach past boxes). */

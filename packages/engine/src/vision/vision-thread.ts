@@ -2,7 +2,7 @@ import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { EngineError } from "../engine-error";
 import { workerScript } from "../runtime/worker-script";
 import type { ModelThread, ModelThreadReply } from "./human-model";
-import type { HumanThreadInput, HumanThreadOutput } from "./object-detector.human";
+import type { HumanThreadInput, HumanThreadOutput } from "./vision-thread.protocol";
 
 /**
  * The engine pool's vision thread: one TensorFlow.js thread per process that

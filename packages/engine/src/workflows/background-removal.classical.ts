@@ -6,7 +6,12 @@ import { resizeRgba } from "../pixels/image-codec";
 import { boxBlur, copyBytes, labelComponents } from "../pixels/mask-ops";
 import { createCheckpoint } from "../work-checkpoint";
 import { cutOut, matteFromSegmentation } from "./alpha-matting";
-import { judgePlausibility, type PlausibilityVerdict } from "./background-removal.plausibility";
+import {
+  type BackgroundModel,
+  type ForegroundAnalysis,
+  judgePlausibility,
+  type PlausibilityVerdict,
+} from "./background-removal.plausibility";
 
 /**
  * A segmenter for product-style photos: an object on a plain or smoothly
@@ -112,21 +117,6 @@ export async function toWorkingResolution(image: RgbaImage, maxSide: number): Pr
   return resizeRgba(image, Math.max(1, Math.round(image.width * scale)), Math.max(1, Math.round(image.height * scale)));
 }
 
-/** What the segmenter measured on its way to the mask, for judging the result. */
-export interface ForegroundAnalysis {
-  /** 255 = foreground, 0 = background. */
-  mask: Uint8Array;
-  /** The image in CIELAB, 3 floats per pixel. */
-  lab: Float32Array;
-  /** The background model fitted to the border. */
-  background: BackgroundModel;
-  /** Width in pixels of the border band the model was fitted to. */
-  borderBand: number;
-  /** Delta E from the model below which a pixel may be background, and beyond which it is surely not. */
-  near: number;
-  far: number;
-}
-
 /** Steps 1 to 4 on an image already at working resolution, keeping what they measured. */
 export function analyseForeground(work: RgbaImage): ForegroundAnalysis {
   const { width, height } = work;
@@ -140,15 +130,6 @@ export function analyseForeground(work: RgbaImage): ForegroundAnalysis {
   const gradient = labGradient(lab, width, height);
   const mask = watershed(markers, gradient, width, height);
   return { mask, lab, background: model, borderBand: model.borderBand, near, far };
-}
-
-export interface BackgroundModel {
-  /** Per pixel, delta E between a Lab image of the fitted size and the prediction. */
-  distances(lab: Float32Array): Float32Array;
-  /** Robust spread (delta E) of the border around the model. */
-  noise: number;
-  /** Width of the border band it was fitted to. */
-  borderBand: number;
 }
 
 const BASIS_SIZE = 6;

@@ -1,5 +1,33 @@
 import { boxBlur, labelComponents } from "../pixels/mask-ops";
-import type { ForegroundAnalysis } from "./background-removal.classical";
+
+/**
+ * What the segmenter measured on its way to the mask, for judging the result.
+ * background-removal.classical.ts makes it; the type lives here, with its one
+ * reader, so that the segmenter imports the check and the check nothing of it.
+ */
+export interface ForegroundAnalysis {
+  /** 255 = foreground, 0 = background. */
+  mask: Uint8Array;
+  /** The image in CIELAB, 3 floats per pixel. */
+  lab: Float32Array;
+  /** The background model fitted to the border. */
+  background: BackgroundModel;
+  /** Width in pixels of the border band the model was fitted to. */
+  borderBand: number;
+  /** Delta E from the model below which a pixel may be background, and beyond which it is surely not. */
+  near: number;
+  far: number;
+}
+
+/** The background fitted to the picture's border (background-removal.classical.ts fits it). */
+export interface BackgroundModel {
+  /** Per pixel, delta E between a Lab image of the fitted size and the prediction. */
+  distances(lab: Float32Array): Float32Array;
+  /** Robust spread (delta E) of the border around the model. */
+  noise: number;
+  /** Width of the border band it was fitted to. */
+  borderBand: number;
+}
 
 /**
  * Whether a classical cut-out can be trusted, judged from the segmenter's own

