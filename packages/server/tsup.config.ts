@@ -1,5 +1,5 @@
 import { defineConfig, type Options } from "tsup";
-import { THREAD_SCRIPTS } from "../engine/src/worker-script";
+import { THREAD_SCRIPTS } from "../engine/src/runtime/worker-script";
 
 type Plugin = NonNullable<Options["esbuildPlugins"]>[number];
 
@@ -56,8 +56,8 @@ export const serverBuild = defineConfig({
   entry: {
     main: "src/main.ts",
     admin: "src/admin/admin.main.ts",
-    // Threads start from their entry's file next to the module that starts them (engine/src/worker-script.ts).
-    ...Object.fromEntries(THREAD_SCRIPTS.map((name) => [name, `../engine/src/${name}.ts`])),
+    // Threads start from their entry's file next to the module that starts them (engine/src/runtime/worker-script.ts).
+    ...Object.fromEntries(Object.entries(THREAD_SCRIPTS).map(([name, source]) => [name, `../engine/src/${source}.ts`])),
   },
   format: ["esm"],
   target: "node22",

@@ -1,6 +1,6 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { THREAD_SCRIPTS } from "../src/worker-script";
+import { THREAD_SCRIPTS } from "../src/runtime/worker-script";
 
 /**
  * A bench file and the engine's thread entries as one ES-module bundle, made
@@ -16,9 +16,12 @@ export async function bundleBench(bench: string, name: string): Promise<string> 
   await build({
     entryPoints: {
       [name]: bench,
-      // Threads start from their entry's file next to the module that starts them (engine/worker-script.ts).
+      // Threads start from their entry's file next to the module that starts them (src/runtime/worker-script.ts).
       ...Object.fromEntries(
-        THREAD_SCRIPTS.map((script) => [script, fileURLToPath(new URL(`../src/${script}.ts`, import.meta.url))]),
+        Object.entries(THREAD_SCRIPTS).map(([name, source]) => [
+          name,
+          fileURLToPath(new URL(`../src/${source}.ts`, import.meta.url)),
+        ]),
       ),
     },
     outdir,

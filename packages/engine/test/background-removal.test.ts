@@ -3,12 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ClassicalBackgroundRemover } from "../src/background-removal.classical";
-import { inferModelKind, OnnxBackgroundRemover } from "../src/background-removal.onnx";
 import type { RgbaImage } from "../src/engine.ports";
 import { EngineError } from "../src/engine-error";
-import { decodeImage } from "../src/image-codec";
 import { BUILT_IN_CATALOG } from "../src/models/model-catalog";
+import { decodeImage } from "../src/pixels/image-codec";
+import { ClassicalBackgroundRemover } from "../src/workflows/background-removal.classical";
+import { inferModelKind, OnnxBackgroundRemover } from "../src/workflows/background-removal.onnx";
 import { redSaliencyModel } from "./onnx-model.builder";
 import {
   alphaOf,

@@ -1,12 +1,12 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
-import { ClassicalBackgroundRemover } from "../src/background-removal.classical";
-import { distanceToShape, dropShadow, outline } from "../src/cutout-effects";
-import { createImageEngine } from "../src/engine";
 import type { BackgroundRemover, ImageEngine, RgbaImage } from "../src/engine.ports";
-import { decodeImage } from "../src/image-codec";
-import { LocalOnnxRunner } from "../src/onnx-runner";
-import { readPrompt } from "../src/prompt-reading";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { readPrompt } from "../src/prompts/prompt-reading";
+import { ClassicalBackgroundRemover } from "../src/workflows/background-removal.classical";
+import { distanceToShape, dropShadow, outline } from "../src/workflows/cutout-effects";
+import { createImageEngine } from "../src/workflows/engine";
 import { fixture } from "./faces.fixture";
 
 /**

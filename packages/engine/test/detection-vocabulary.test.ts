@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { readTerm, selectDetections, type TargetQuery } from "../src/detection-vocabulary";
 import type { Detection } from "../src/engine.ports";
+import { readTerm, selectDetections, type TargetQuery } from "../src/prompts/detection-vocabulary";
 
 function target(term: string): TargetQuery {
   const reading = readTerm(term);

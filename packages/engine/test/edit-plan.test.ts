@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { planEdit } from "../src/edit-plan";
-import { CATALOG } from "../src/generative-catalog";
+import { CATALOG } from "../src/prompts/generative-catalog";
+import { planEdit } from "../src/workflows/edit-plan";
 
 const none = { provider: false };
 const hosted = { provider: true };

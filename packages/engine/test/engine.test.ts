@@ -3,17 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
-import {
-  ClassicalBackgroundRemover,
-  createImageEngine,
-  type Detection,
-  type EditRequest,
-  EngineError,
-  inspectImage,
-  type ObjectDetector,
-  OnnxBackgroundRemover,
-  type RgbaImage,
-} from "../src/index";
+import type { Detection, EditRequest, ObjectDetector, RgbaImage } from "../src/engine.ports";
+import { EngineError } from "../src/engine-error";
+import { inspectImage } from "../src/pixels/image-codec";
+import { ClassicalBackgroundRemover } from "../src/workflows/background-removal.classical";
+import { OnnxBackgroundRemover } from "../src/workflows/background-removal.onnx";
+import { createImageEngine } from "../src/workflows/engine";
 import { redSaliencyModel } from "./onnx-model.builder";
 import { iou, productScenes, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
 

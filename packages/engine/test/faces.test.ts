@@ -1,9 +1,9 @@
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
-import { createImageEngine } from "../src/engine";
 import type { Box, RgbaImage } from "../src/engine.ports";
-import { BlazeFaceDetector, planTiles } from "../src/face-detector.blazeface";
-import { decodeImage } from "../src/image-codec";
+import { decodeImage } from "../src/pixels/image-codec";
+import { BlazeFaceDetector, planTiles } from "../src/vision/face-detector.blazeface";
+import { createImageEngine } from "../src/workflows/engine";
 import { FACES, fixture, groupPicture, laplacianVariance, sameFace } from "./faces.fixture";
 
 /**

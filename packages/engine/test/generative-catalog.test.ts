@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CATALOG, type EditStep, parseInstructions } from "../src/generative-catalog";
+import { CATALOG, type EditStep, parseInstructions } from "../src/prompts/generative-catalog";
 
 describe("parseInstructions: one instruction", () => {
   it.each<[string, EditStep]>([

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { ClassicalBackgroundRemover } from "../src/background-removal.classical";
 import type { GreyImage, RgbaImage } from "../src/engine.ports";
-import { SharpCatalogEditor } from "../src/generative-editor.sharp";
-import { decodeImage } from "../src/image-codec";
+import { decodeImage } from "../src/pixels/image-codec";
+import { ClassicalBackgroundRemover } from "../src/workflows/background-removal.classical";
+import { SharpCatalogEditor } from "../src/workflows/generative-editor.sharp";
 import { frameFillingAnimal, gaussian, productScenes, seededRandom } from "./synthetic-scenes.fixture";
 
 const editor = new SharpCatalogEditor(new ClassicalBackgroundRemover());

@@ -11,7 +11,7 @@ import {
   encodeImage,
   inspectImage,
   sniffImageFormat,
-} from "../src/image-codec";
+} from "../src/pixels/image-codec";
 
 /** A PNG whose header claims `width` x `height` with a few bytes of data: a decompression bomb's shape. */
 function pngHeaderOnly(width: number, height: number): Buffer {

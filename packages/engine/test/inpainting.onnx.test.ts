@@ -3,11 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createImageEngine } from "../src/engine";
 import type { GreyImage, RgbaImage } from "../src/engine.ports";
-import { decodeImage } from "../src/image-codec";
-import { OnnxInpainter } from "../src/inpainting.onnx";
-import { dilate } from "../src/mask-ops";
+import { OnnxInpainter } from "../src/inpainting/inpainting.onnx";
 import {
   type FloatTensor,
   LocalOnnxRunner,
@@ -15,7 +12,10 @@ import {
   type OnnxModelSpec,
   type OnnxRunner,
   type Tensor,
-} from "../src/onnx-runner";
+} from "../src/models/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { dilate } from "../src/pixels/mask-ops";
+import { createImageEngine } from "../src/workflows/engine";
 import { meanColourLamaModel, meanColourMiganModel, redSaliencyModel } from "./onnx-model.builder";
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { dilate, dilateAround } from "../src/mask-ops";
-import { seededRandom } from "../src/seeded-random";
+import { dilate, dilateAround } from "../src/pixels/mask-ops";
+import { seededRandom } from "../src/pixels/seeded-random";
 
 /** The dilation by definition: on where any pixel of the (2r+1)² square around is 255. */
 function reference(mask: Uint8Array, width: number, height: number, radius: number): Uint8Array {

@@ -3,11 +3,11 @@ import os from "node:os";
 import path from "node:path";
 import ort from "onnxruntime-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { OnnxBackgroundRemover } from "../src/background-removal.onnx";
-import { decodeImage } from "../src/image-codec";
 import { withFloat32Weights } from "../src/models/model-float32";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
 import { joinPieces } from "../src/models/onnx-wire";
-import { LocalOnnxRunner } from "../src/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { OnnxBackgroundRemover } from "../src/workflows/background-removal.onnx";
 import { float16RedSaliencyModel, redSaliencyModel } from "./onnx-model.builder";
 import { iou, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
 

@@ -3,10 +3,10 @@ import os from "node:os";
 import path from "node:path";
 import ort from "onnxruntime-node";
 import { beforeAll, describe, expect, it } from "vitest";
-import { OnnxBackgroundRemover } from "../src/background-removal.onnx";
-import { decodeImage } from "../src/image-codec";
 import { declaredInputSize, resizeModelInput, withFirstOutputOnly } from "../src/models/model-input-size";
-import { LocalOnnxRunner } from "../src/onnx-runner";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { OnnxBackgroundRemover } from "../src/workflows/background-removal.onnx";
 import { fixedSizeSaliencyModel, redSaliencyModel } from "./onnx-model.builder";
 import { iou, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
 

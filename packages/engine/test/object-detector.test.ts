@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import { decodeImage } from "../src/image-codec";
-import { HumanObjectDetector } from "../src/object-detector.human";
+import { decodeImage } from "../src/pixels/image-codec";
+import { HumanObjectDetector } from "../src/vision/object-detector.human";
 
 /** The detector's thread of its own (one per detection): the answer comes back, and a cancelled edit does not wait for it. */
 describe("HumanObjectDetector's thread", () => {

@@ -4,16 +4,16 @@ import path from "node:path";
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ModelMirror, sha256Of, startModelMirror } from "../../../test/support/model-mirror";
-import { planEdit } from "../src/edit-plan";
-import { createImageEngine } from "../src/engine";
 import type { Box, RgbaImage } from "../src/engine.ports";
 import { EngineError } from "../src/engine-error";
-import { decodeImage } from "../src/image-codec";
 import type { ModelEntry } from "../src/models/model-catalog";
 import { ModelLibrary } from "../src/models/model-library";
-import { GroundingDinoDetector } from "../src/object-detector.grounding-dino";
-import { readRemovalTerms } from "../src/object-removal";
-import { LocalOnnxRunner } from "../src/onnx-runner";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { GroundingDinoDetector } from "../src/vision/object-detector.grounding-dino";
+import { planEdit } from "../src/workflows/edit-plan";
+import { createImageEngine } from "../src/workflows/engine";
+import { readRemovalTerms } from "../src/workflows/object-removal";
 import { TINY_BERT_VOCAB, tinyBertVocab, tinyGroundingDinoModel } from "./onnx-model.builder";
 
 /**

@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import type { RgbaImage } from "../src/engine.ports";
-import { decodeImage } from "../src/image-codec";
-import { dilate } from "../src/mask-ops";
-import { diffusionFill, PatchMatchInpainter } from "../src/patch-inpainter";
+import { diffusionFill, PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
+import { decodeImage } from "../src/pixels/image-codec";
+import { dilate } from "../src/pixels/mask-ops";
 import { blotches, flatFill, maskedError, rectangleMask, stripes, textureEnergy } from "./synthetic-scenes.fixture";
 
 const fixturesDirectory = new URL("./fixtures/", import.meta.url);

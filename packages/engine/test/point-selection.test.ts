@@ -1,8 +1,8 @@
 import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EnginePool } from "../src/engine-pool";
-import type { PointSelector } from "../src/point-selection";
-import type { ImageEmbedding } from "../src/segmenter.minisam";
+import { EnginePool } from "../src/runtime/engine-pool";
+import type { PointSelector } from "../src/vision/point-selection";
+import type { ImageEmbedding } from "../src/vision/segmenter.minisam";
 import { loadMatte, loadPhoto } from "./real-photos.fixture";
 
 /**

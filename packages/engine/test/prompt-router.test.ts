@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cleanRemovalTerm, parseDetectQuery, routePrompt } from "../src/prompt-router";
+import { cleanRemovalTerm, parseDetectQuery, routePrompt } from "../src/prompts/prompt-router";
 
 describe("routePrompt: background removal", () => {
   it.each([

@@ -1,6 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
-import { ClassicalBackgroundRemover, createImageEngine, LocalOnnxRunner } from "../src/index";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
+import { ClassicalBackgroundRemover } from "../src/workflows/background-removal.classical";
+import { createImageEngine } from "../src/workflows/engine";
 import { cutOut, loadMatte, loadPhoto, median, REAL_PHOTOS, SUBJECT_PHOTOS, score, type Verdict } from "./real-photos.fixture";
 
 /**

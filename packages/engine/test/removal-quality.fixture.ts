@@ -23,8 +23,8 @@ import { readFile } from "node:fs/promises";
 import sharp from "sharp";
 import type { GreyImage, ImageEngine, RgbaImage } from "../src/engine.ports";
 import { EngineError } from "../src/engine-error";
-import { decodeImage } from "../src/image-codec";
-import { dilate } from "../src/mask-ops";
+import { decodeImage } from "../src/pixels/image-codec";
+import { dilate } from "../src/pixels/mask-ops";
 import { loadMatte, loadPhoto } from "./real-photos.fixture";
 
 const fixtures = new URL("./fixtures/", import.meta.url);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createImageEngine } from "../src/engine";
-import { widenUserMask } from "../src/object-removal";
+import { createImageEngine } from "../src/workflows/engine";
+import { widenUserMask } from "../src/workflows/object-removal";
 import { loadRemovalCase, removeMarked, scoreRemoval } from "./removal-quality.fixture";
 
 /**

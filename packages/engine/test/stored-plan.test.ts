@@ -1,6 +1,9 @@
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createImageEngine, EngineError, type PlannedEdit, planEdit, plannedEdit } from "../src/index";
+import type { PlannedEdit } from "../src/engine.ports";
+import { EngineError } from "../src/engine-error";
+import { planEdit, plannedEdit } from "../src/workflows/edit-plan";
+import { createImageEngine } from "../src/workflows/engine";
 import { productScenes, type Scene } from "./synthetic-scenes.fixture";
 
 /**

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import sharp from "sharp";
 import type { RgbaImage } from "../src/engine.ports";
-import { seededRandom } from "../src/seeded-random";
+import { seededRandom } from "../src/pixels/seeded-random";
 
 export { seededRandom };
 

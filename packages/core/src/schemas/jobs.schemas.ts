@@ -1,9 +1,10 @@
+import { WORKFLOWS } from "@retouch/engine";
 import { z } from "zod";
 import { failureShape, metadataShape } from "./process.schemas";
 
 export const JOB_STATUSES = ["pending", "done", "error"] as const;
-/** The workflows a job can run (the `jobs.workflow` column). */
-export const JOB_WORKFLOWS = ["background_removal", "object_removal", "generative_edit"] as const;
+/** The workflows a job can run (the `jobs.workflow` column): the engine's. */
+export const JOB_WORKFLOWS = WORKFLOWS;
 
 export const JOBS_PAGE_DEFAULT = 20;
 export const JOBS_PAGE_MAX = 100;

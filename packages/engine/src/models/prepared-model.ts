@@ -2,7 +2,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { collectGarbage } from "../garbage-collection";
+import { collectGarbage } from "../runtime/garbage-collection";
 import { withFloat32Weights } from "./model-float32";
 import { declaredInputSize, resizeModelInput, withFirstOutputOnly } from "./model-input-size";
 import { joinPieces } from "./onnx-wire";

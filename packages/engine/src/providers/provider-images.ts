@@ -1,8 +1,8 @@
 import sharp from "sharp";
 import type { GreyImage, RgbaImage } from "../engine.ports";
 import { EngineError } from "../engine-error";
-import { asBuffer, decodeImage, hasTransparency } from "../image-codec";
-import { blendInside } from "../mask-ops";
+import { asBuffer, decodeImage, hasTransparency } from "../pixels/image-codec";
+import { blendInside } from "../pixels/mask-ops";
 import type { ProviderEditTask } from "./generative-provider";
 
 /**

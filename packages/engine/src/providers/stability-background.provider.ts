@@ -1,10 +1,10 @@
-import { cutOut, localColoursFromMatte } from "../alpha-matting";
-import { toWorkingResolution } from "../background-removal.classical";
 import type { BackgroundRemover, GreyImage, RgbaImage, WorkContext } from "../engine.ports";
-import { asBuffer, DEFAULT_MAX_PIXELS, resizeGrey } from "../image-codec";
+import { asBuffer, DEFAULT_MAX_PIXELS, resizeGrey } from "../pixels/image-codec";
 import { createCheckpoint } from "../work-checkpoint";
+import { cutOut, localColoursFromMatte } from "../workflows/alpha-matting";
+import { toWorkingResolution } from "../workflows/background-removal.classical";
 import { decodeAnswer, encodeUpload, sizeWithin } from "./provider-images";
-import type { BackgroundProviderOptions } from "./removal-providers";
+import type { BackgroundProviderOptions } from "./removal-provider";
 import { callStability, STABILITY_VENDOR, type StabilityRequest, stabilityEndpoint } from "./stability-api";
 import { callUpstream, type UpstreamPolicy, type UpstreamTuning } from "./upstream-call";
 

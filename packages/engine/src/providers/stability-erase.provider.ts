@@ -1,8 +1,8 @@
 import type { GreyImage, ObjectRemovalTask, ObjectRemover, RgbaImage, WorkContext } from "../engine.ports";
-import { DEFAULT_MAX_PIXELS, resizeRgba } from "../image-codec";
-import { blendInside, dilate } from "../mask-ops";
+import { DEFAULT_MAX_PIXELS, resizeRgba } from "../pixels/image-codec";
+import { blendInside, dilate } from "../pixels/mask-ops";
 import { decodeAnswer, encodeUpload, sizeWithin, whiteWhereMasked } from "./provider-images";
-import type { ObjectRemovalProviderOptions } from "./removal-providers";
+import type { ObjectRemovalProviderOptions } from "./removal-provider";
 import { callStability, STABILITY_VENDOR, type StabilityRequest, stabilityEndpoint } from "./stability-api";
 import { callUpstream, type UpstreamPolicy, type UpstreamTuning } from "./upstream-call";
 

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { HttpResponse, http } from "msw";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
-import { createImageEngine } from "../../src/engine";
+import { createImageEngine } from "../../src/workflows/engine";
 import { answerPng, failureOf, mswServer } from "./provider-contract";
 
 /**

@@ -2,14 +2,11 @@ import { readFile } from "node:fs/promises";
 import { type HttpHandler, HttpResponse, http } from "msw";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
-import { createImageEngine } from "../../src/engine";
 import type { ProviderRecord, RgbaImage, WorkContext } from "../../src/engine.ports";
 import { sizeWithin } from "../../src/providers/provider-images";
-import {
-  type BackgroundProviderOptions,
-  createBackgroundProvider,
-  createObjectRemovalProvider,
-} from "../../src/providers/removal-providers";
+import type { BackgroundProviderOptions } from "../../src/providers/removal-provider";
+import { createBackgroundProvider, createObjectRemovalProvider } from "../../src/providers/removal-providers";
+import { createImageEngine } from "../../src/workflows/engine";
 import {
   answerPng,
   failureOf,

@@ -1,6 +1,0 @@
-import { parentPort, workerData } from "node:worker_threads";
-import { serveModelThread } from "./human-model";
-import { type HumanThreadInput, runHumanThread } from "./object-detector.human";
-
-/** One detection in a thread of its own (see HumanObjectDetector), then the removal's body keypoints if it asks for them; ended after. */
-if (parentPort) serveModelThread(parentPort, workerData as HumanThreadInput, runHumanThread);

