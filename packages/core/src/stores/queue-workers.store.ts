@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { AGENDA_TABLE, AGENDA_COLUMNS as column, entryNotificationSql } from "../processing/agenda-formats";
 
 /** The queue entries of webhook attempts (job-queue.ts); their `data.deliveryId` names the delivery. */
 export const DELIVER_WEBHOOK = "deliver-webhook";
@@ -59,10 +60,10 @@ export class QueueWorkersStore {
          returning id
        ),
        released as (
-         update agenda_jobs
-         set locked_at = null, next_run_at = coalesce(next_run_at, now())
-         where locked_at is not null and ${gone("last_modified_by")}
-         returning id, name, data, last_modified_by as held_by
+         update ${AGENDA_TABLE}
+         set ${column.lockedAt} = null, ${column.nextRunAt} = coalesce(${column.nextRunAt}, now())
+         where ${column.lockedAt} is not null and ${gone(column.lastModifiedBy)}
+         returning ${column.id} as id, ${column.name} as name, ${column.data} as data, ${column.lastModifiedBy} as held_by
        ),
        unclaimed as (
          update jobs set claimed_until = null
@@ -75,9 +76,7 @@ export class QueueWorkersStore {
            and id in (select data->>'deliveryId' from released where name = $3)
          returning id
        )
-       select id, name, held_by,
-         pg_notify($2, json_build_object('jobId', id, 'jobName', name, 'nextRunAt', null, 'priority', 0,
-           'timestamp', to_char(clock_timestamp() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text)
+       select id, name, held_by, pg_notify($2, ${entryNotificationSql("id", "name")})
        from released`,
       [WORKER_ID_PREFIX, channel, DELIVER_WEBHOOK],
     );
