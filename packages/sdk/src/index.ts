@@ -34,4 +34,10 @@ export {
 export { type ImageInput, imageToBase64 } from "./images";
 export { OUTPUT_FORMATS, type OutputFormat } from "./output-formats";
 export type { AppRouter, ErrorShape } from "./router.generated";
-export { type VerifyWebhookOptions, verifyWebhook, WebhookVerificationError } from "./webhooks";
+export {
+  type VerifyWebhookOptions,
+  verifyWebhook,
+  WEBHOOK_SIGNATURE_SCHEME,
+  type WebhookRejection,
+  WebhookVerificationError,
+} from "./webhooks";
