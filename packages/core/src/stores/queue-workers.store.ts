@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { AGENDA_TABLE, AGENDA_COLUMNS as column, entryNotificationSql } from "../processing/agenda-formats";
+import { AGENDA_TABLE, type AgendaJobRow, AGENDA_COLUMNS as column, entryNotificationSql } from "../processing/agenda-formats";
 
 /** The queue entries of webhook attempts (job-queue.ts); their `data.deliveryId` names the delivery. */
 export const DELIVER_WEBHOOK = "deliver-webhook";
@@ -53,7 +53,7 @@ export class QueueWorkersStore {
     const gone = (holder: string) =>
       `(${holder} like $1 || '%' and (${holder} in (select id from dead)
         or not exists (select 1 from queue_workers w where w.id = ${holder})))`;
-    const result = await this.pool.query<{ id: string; name: string; held_by: string }>(
+    const result = await this.pool.query<Pick<AgendaJobRow, "id" | "name"> & { held_by: string }>(
       `with dead as (
          delete from queue_workers
          where heartbeat_at < now() - heartbeat_ms * 3 * interval '1 millisecond'
