@@ -1,35 +1,17 @@
-// A Retouch webhook receiver with no dependencies: `RETOUCH_WEBHOOK_SECRET=... node server.mjs`.
+// A Retouch webhook receiver: `RETOUCH_WEBHOOK_SECRET=... node server.mjs`.
 //
 // Every callback is checked before it is trusted:
-//   1. X-Retouch-Signature must equal "sha256=" + hex HMAC-SHA256(secret, "<X-Retouch-Timestamp>.<raw body>"),
-//      compared in constant time, over the body exactly as received (not re-serialised JSON);
-//   2. X-Retouch-Timestamp (Unix milliseconds) must be recent, so a captured request cannot be replayed later;
-//   3. the same job_id is handled once: retries of an acknowledged callback are answered 200 and ignored.
-import { createHmac, timingSafeEqual } from "node:crypto";
+//   1. its signature, by @retouch/sdk's verifyWebhook: X-Retouch-Signature must be the HMAC-SHA256 of
+//      "<X-Retouch-Timestamp>.<raw body>" keyed with the secret, compared in constant time, over the body exactly
+//      as received (not re-serialised JSON), and X-Retouch-Timestamp (Unix milliseconds) must be recent, so a
+//      captured request cannot be replayed later;
+//   2. the same job_id is handled once: retries of an acknowledged callback are answered 200 and ignored.
 import { createServer } from "node:http";
+import { verifyWebhook, WEBHOOK_SIGNATURE_SCHEME, WebhookVerificationError } from "@retouch/sdk";
 
 const MAX_BODY_BYTES = 1024 * 1024;
 
-/** Returns null when the request is authentic and fresh, or the reason it is not. */
-export function verifySignature(
-  secret,
-  timestampHeader,
-  signatureHeader,
-  rawBody,
-  { toleranceMs = 5 * 60_000, now = Date.now() } = {},
-) {
-  if (!timestampHeader || !/^\d+$/.test(timestampHeader)) return "missing or malformed X-Retouch-Timestamp";
-  if (!signatureHeader?.startsWith("sha256=")) return "missing or malformed X-Retouch-Signature";
-  if (Math.abs(now - Number(timestampHeader)) > toleranceMs) return "stale timestamp";
-  const expected = Buffer.from(
-    `sha256=${createHmac("sha256", secret).update(`${timestampHeader}.`).update(rawBody).digest("hex")}`,
-  );
-  const provided = Buffer.from(signatureHeader);
-  if (provided.length !== expected.length || !timingSafeEqual(provided, expected)) return "signature mismatch";
-  return null;
-}
-
-export function createReceiver({ secret, toleranceMs = 5 * 60_000, onEvent = () => {} }) {
+export function createReceiver({ secret, toleranceMs = WEBHOOK_SIGNATURE_SCHEME.defaultToleranceMs, onEvent = () => {} }) {
   // job_id -> when it was handled. Use a database table with a unique key in production.
   const handled = new Map();
   const log = (fields) => process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), ...fields })}\n`);
@@ -48,15 +30,17 @@ export function createReceiver({ secret, toleranceMs = 5 * 60_000, onEvent = () 
     });
     req.on("end", async () => {
       const rawBody = Buffer.concat(chunks);
-      const problem = verifySignature(secret, req.headers["x-retouch-timestamp"], req.headers["x-retouch-signature"], rawBody, {
-        toleranceMs,
-      });
-      if (problem) {
+      let event;
+      try {
+        event = await verifyWebhook(secret, req.headers, rawBody, { toleranceMs });
+      } catch (error) {
+        // Authentic but not JSON: not something Retouch sends.
+        const refused = error instanceof WebhookVerificationError;
+        const problem = refused ? error.reason : "the body is not JSON";
         log({ event: "rejected", reason: problem });
-        res.writeHead(401, { "Content-Type": "application/json" }).end(JSON.stringify({ error: problem }));
+        res.writeHead(refused ? 401 : 400, { "Content-Type": "application/json" }).end(JSON.stringify({ error: problem }));
         return;
       }
-      const event = JSON.parse(rawBody.toString("utf8"));
       if (handled.has(event.job_id)) {
         log({ event: "duplicate", job_id: event.job_id });
         res.writeHead(200, { "Content-Type": "application/json" }).end(JSON.stringify({ ok: true, duplicate: true }));
@@ -81,7 +65,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   }
   const port = Number(process.env.PORT ?? 8787);
   const host = process.env.HOST ?? "127.0.0.1";
-  createReceiver({ secret, toleranceMs: Number(process.env.TOLERANCE_MS ?? 5 * 60_000) }).listen(port, host, () => {
+  const toleranceMs = Number(process.env.TOLERANCE_MS ?? WEBHOOK_SIGNATURE_SCHEME.defaultToleranceMs);
+  createReceiver({ secret, toleranceMs }).listen(port, host, () => {
     process.stdout.write(`${JSON.stringify({ event: "listening", url: `http://${host}:${port}/` })}\n`);
   });
 }

@@ -5,7 +5,7 @@ import { login, logout, resendVerification, signup } from "./commands/account.co
 import { listJobs, whoami } from "./commands/account-overview.commands";
 import { billing, buy, plan } from "./commands/billing.commands";
 import { disconnectApp, listConnectedApps } from "./commands/connected-apps.commands";
-import { EditsFailedError, edit, result, status } from "./commands/jobs.commands";
+import { EDIT_FLAGS, EditsFailedError, edit, result, status } from "./commands/jobs.commands";
 import { createKey, listKeys, revokeKey, webhookSecret } from "./commands/keys.commands";
 import { capabilities } from "./commands/service.commands";
 import { configPath } from "./config-store";
@@ -16,21 +16,26 @@ const VERSION = "0.1.0";
 /** Exit codes scripts can rely on. */
 export const EXIT = { ok: 0, failure: 1, usage: 2, auth: 3, limits: 4, network: 5, jobFailed: 6 } as const;
 
-const EDIT_OPTIONS = `An image can be a file, a folder, a glob, or an http(s) URL that the service
+/** `retouch edit --help`'s options: the edit's own flags (EDIT_FLAGS) between the command's. */
+function editOptionsHelp(): string {
+  const rows: Array<[string, string]> = [
+    [
+      "-o, --output <p>",
+      "where to save: a file for one image, a folder for several\n(default: next to each input, as <name>.retouched.<ext>;\nfor a URL, in the current folder)",
+    ],
+    ...Object.values(EDIT_FLAGS).map((spec): [string, string] => [`--${spec.flag} ${spec.value}`, spec.help]),
+    ["--no-wait", "submit and print the job id without waiting"],
+    ["--timeout <t>", "give up waiting after this long (default 10m)"],
+    ["--batch-size <n>", "images per batch, at most your plan's concurrency (default 3)"],
+  ];
+  const width = Math.max(...rows.map(([usage]) => usage.length));
+  const lines = rows.map(([usage, help]) => `  ${usage.padEnd(width)}  ${help.replaceAll("\n", `\n${" ".repeat(width + 4)}`)}`);
+  return `An image can be a file, a folder, a glob, or an http(s) URL that the service
 fetches itself (it must be public https unless the server allows otherwise).
 
 Edit options:
-  -o, --output <p>  where to save: a file for one image, a folder for several
-                    (default: next to each input, as <name>.retouched.<ext>;
-                    for a URL, in the current folder)
-  --format <f>      jpeg, png or webp (background removal always gives png)
-  --quality <n>     1 to 100, for jpeg and webp
-  --mask <png>      white marks the area to edit (a file or an http(s) URL)
-  --detect <terms>  what to remove, e.g. "person . red car"
-  --webhook <url>   also POST the outcome to this public https URL
-  --no-wait         submit and print the job id without waiting
-  --timeout <t>     give up waiting after this long (default 10m)
-  --batch-size <n>  images per batch, at most your plan's concurrency (default 3)`;
+${lines.join("\n")}`;
+}
 
 interface Command {
   words: string[];
@@ -100,7 +105,7 @@ const COMMANDS: Command[] = [
     words: ["edit"],
     usage: 'edit <image|folder|glob|url>... "<prompt>" [options]',
     summary: "edit images and save the results (several images run as batches)",
-    details: EDIT_OPTIONS,
+    details: editOptionsHelp(),
     run: edit,
   },
   {
@@ -193,11 +198,10 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv): Promise<numbe
         key: { type: "string" },
         use: { type: "boolean" },
         output: { type: "string", short: "o" },
-        format: { type: "string" },
-        quality: { type: "string" },
-        mask: { type: "string" },
-        detect: { type: "string" },
-        webhook: { type: "string" },
+        ...(Object.fromEntries(Object.values(EDIT_FLAGS).map((spec) => [spec.flag, { type: "string" }])) as Record<
+          string,
+          { type: "string" }
+        >),
         "no-wait": { type: "boolean" },
         timeout: { type: "string" },
         "batch-size": { type: "string" },

@@ -58,8 +58,9 @@ export {
 export { constantTimeEqual, randomHex, sha256Hex } from "./lib/secrets";
 export { UrlSigner } from "./lib/signed-urls";
 export { createMailer, type Mailer, type MailMessage } from "./mail/mailer";
+export { QUEUE_CHANNEL } from "./processing/agenda-formats";
 export { ImageProcessor, MAX_ATTEMPTS } from "./processing/image-processor";
-export { JobQueue, PROCESS_IMAGE, QUEUE_CHANNEL } from "./processing/job-queue";
+export { JobQueue, PROCESS_IMAGE } from "./processing/job-queue";
 export { runMaintenance } from "./processing/maintenance";
 export {
   catalogInpaintingOptions,

@@ -7,7 +7,8 @@
 
 /**
  * The formats an edit can be written in: the one list the request schema, the capabilities, the engine's checks
- * and the dashboard read (the SDK holds its own copy to the router's type, since it loads none of this code).
+ * and the dashboard read (the SDK, which loads none of this code, gets it written into process-item.generated.ts by
+ * `pnpm --filter @retouch/sdk generate`).
  */
 export const OUTPUT_FORMATS = ["jpeg", "png", "webp"] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];

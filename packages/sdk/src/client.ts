@@ -1,7 +1,7 @@
 import { createTRPCClient, httpLink, type TRPCClient, TRPCClientError } from "@trpc/client";
 import { AbortedError, ApiError, type ErrorCode, JobFailedError, LocalError, NetworkError, TimeoutError } from "./errors";
-import { type ImageInput, imageToBase64, remoteImageUrl } from "./images";
-import type { OutputFormat } from "./output-formats";
+import type { ImageInput } from "./images";
+import { type BatchItem, type EditOptions, toWireItem } from "./process-item";
 import type { AppRouter, ErrorShape } from "./router.generated";
 
 type Outputs = {
@@ -20,25 +20,6 @@ type Outputs = {
 type JobsInput = AppRouter["jobs"]["list"]["_def"]["$types"]["input"];
 /** Narrows a jobs listing (the service filters): a status, a workflow, whole UTC days `from`/`to` (YYYY-MM-DD, both included). */
 export type JobFilters = Pick<JobsInput, "status" | "workflow" | "from" | "to">;
-
-export interface EditOptions {
-  /** Output format; background removal always yields PNG. Default JPEG. */
-  format?: OutputFormat;
-  /** 1 to 100, for JPEG and WebP. */
-  quality?: number;
-  negativePrompt?: string;
-  /** A PNG whose white pixels mark the area to edit (an http(s) URL is fetched by the service). */
-  mask?: ImageInput;
-  /** What to remove, e.g. "person . red car"; routes to object removal. */
-  detect?: string;
-  /** A public https URL for the signed settlement callback. */
-  webhookUrl?: string;
-}
-
-export interface BatchItem extends EditOptions {
-  image: ImageInput;
-  prompt: string;
-}
 
 export type SingleSubmission = Extract<Outputs["submit"], { job_id: string }>;
 export type BatchSubmission = Extract<Outputs["submit"], { batch_id: string }>;
@@ -373,7 +354,7 @@ export class Retouch {
     prompt: string,
     options: EditOptions & { idempotencyKey?: string; signal?: AbortSignal } = {},
   ): Promise<SingleSubmission> {
-    const body = await this.itemBody({ image, prompt, ...options }, options.signal);
+    const body = await toWireItem({ image, prompt, ...options }, this.fetchImpl, options.signal);
     const context: CallContext = { idempotencyKey: options.idempotencyKey ?? crypto.randomUUID() };
     return this.call(
       () =>
@@ -390,7 +371,7 @@ export class Retouch {
     items: BatchItem[],
     options: { idempotencyKey?: string; signal?: AbortSignal } = {},
   ): Promise<BatchSubmission> {
-    const images = await Promise.all(items.map((item) => this.itemBody(item, options.signal)));
+    const images = await Promise.all(items.map((item) => toWireItem(item, this.fetchImpl, options.signal)));
     const context: CallContext = { idempotencyKey: options.idempotencyKey ?? crypto.randomUUID() };
     return this.call(
       () =>
@@ -596,24 +577,5 @@ export class Retouch {
       });
     }
     return new Uint8Array(await response.arrayBuffer());
-  }
-
-  /** http(s) URLs go as `image_url` / `mask_url`: the service fetches them, nothing is downloaded here. */
-  private async itemBody(item: BatchItem, signal?: AbortSignal) {
-    const imageUrl = remoteImageUrl(item.image);
-    const maskUrl = item.mask === undefined ? undefined : remoteImageUrl(item.mask);
-    return {
-      ...(imageUrl !== undefined ? { image_url: imageUrl } : { image: await imageToBase64(item.image, this.fetchImpl, signal) }),
-      prompt: item.prompt,
-      ...(item.negativePrompt !== undefined ? { negative_prompt: item.negativePrompt } : {}),
-      ...(item.format !== undefined ? { format: item.format } : {}),
-      ...(item.quality !== undefined ? { quality: item.quality } : {}),
-      ...(maskUrl !== undefined ? { mask_url: maskUrl } : {}),
-      ...(item.mask !== undefined && maskUrl === undefined
-        ? { mask: await imageToBase64(item.mask, this.fetchImpl, signal) }
-        : {}),
-      ...(item.detect !== undefined ? { detect: item.detect } : {}),
-      ...(item.webhookUrl !== undefined ? { webhook_url: item.webhookUrl } : {}),
-    };
   }
 }

@@ -1,12 +1,10 @@
 export {
   type Account,
-  type BatchItem,
   type BatchStatus,
   type BatchSubmission,
   type BillingState,
   type Capabilities,
   type ConnectedApp,
-  type EditOptions,
   type JobFilters,
   type JobListing,
   type JobResult,
@@ -32,6 +30,14 @@ export {
   TimeoutError,
 } from "./errors";
 export { type ImageInput, imageToBase64 } from "./images";
-export { OUTPUT_FORMATS, type OutputFormat } from "./output-formats";
+export { FIXED_OUTPUT_FORMATS, OUTPUT_FORMATS, type OutputFormat, outputFormatFor, type Workflow } from "./output-formats";
+export type { BatchItem, EditOptions, WireItem } from "./process-item";
+export { PROCESS_ITEM_FIELDS } from "./process-item.generated";
 export type { AppRouter, ErrorShape } from "./router.generated";
-export { type VerifyWebhookOptions, verifyWebhook, WebhookVerificationError } from "./webhooks";
+export {
+  type VerifyWebhookOptions,
+  verifyWebhook,
+  WEBHOOK_SIGNATURE_SCHEME,
+  type WebhookRejection,
+  WebhookVerificationError,
+} from "./webhooks";

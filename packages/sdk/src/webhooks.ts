@@ -1,19 +1,47 @@
 /**
- * Verifies a Retouch settlement callback: `X-Retouch-Signature` is
- * `sha256=` + hex HMAC-SHA256 of `<X-Retouch-Timestamp>.<raw body>` keyed with
- * the account's webhook secret. Uses Web Crypto, so it runs in Node 22+,
- * browsers and edge runtimes.
+ * Verifies a Retouch settlement callback. Uses Web Crypto, so it runs in
+ * Node 22+, browsers and edge runtimes.
  */
 
+/**
+ * Retouch's signature scheme (the API contract), as a receiver checks it:
+ * `X-Retouch-Signature` is `sha256=` + hex HMAC-SHA256 of
+ * `<X-Retouch-Timestamp>.<raw body>`, keyed with the account's webhook secret
+ * (the hex string itself); the timestamp is Unix milliseconds. The service
+ * signs in core (lib/webhook-signature.ts), which cannot import the SDK: the
+ * SDK's webhooks test verifies core's headers with this verifier.
+ */
+export const WEBHOOK_SIGNATURE_SCHEME = {
+  timestampHeader: "X-Retouch-Timestamp",
+  signatureHeader: "X-Retouch-Signature",
+  /** Before the hex digest in the signature header. */
+  signaturePrefix: "sha256=",
+  /** The text the HMAC covers. */
+  signedText: (timestamp: string, body: string) => `${timestamp}.${body}`,
+  /** How far a timestamp may be from now, either way, unless a receiver says otherwise. */
+  defaultToleranceMs: 5 * 60_000,
+} as const;
+
+/** Why a callback was refused, in words a receiver can answer with (stable: receivers may match on them). */
+export type WebhookRejection =
+  | "missing or malformed X-Retouch-Timestamp"
+  | "missing or malformed X-Retouch-Signature"
+  | "stale timestamp"
+  | "signature mismatch";
+
 export class WebhookVerificationError extends Error {
-  constructor(message: string) {
+  /** Why, in short; `message` says more. */
+  readonly reason: WebhookRejection;
+
+  constructor(reason: WebhookRejection, message: string = reason) {
     super(message);
     this.name = "WebhookVerificationError";
+    this.reason = reason;
   }
 }
 
 export interface VerifyWebhookOptions {
-  /** Oldest acceptable timestamp, in milliseconds before now (default 5 minutes). */
+  /** Oldest acceptable timestamp, in milliseconds before now (default `WEBHOOK_SIGNATURE_SCHEME.defaultToleranceMs`, 5 minutes). */
   toleranceMs?: number;
   /** For tests: the current time in Unix milliseconds. */
   now?: number;
@@ -47,18 +75,22 @@ export async function verifyWebhook<T = unknown>(
   rawBody: string | Uint8Array,
   options: VerifyWebhookOptions = {},
 ): Promise<T> {
-  const timestamp = header(headers, "x-retouch-timestamp");
-  const signature = header(headers, "x-retouch-signature");
+  const scheme = WEBHOOK_SIGNATURE_SCHEME;
+  const timestamp = header(headers, scheme.timestampHeader.toLowerCase());
+  const signature = header(headers, scheme.signatureHeader.toLowerCase());
   if (!timestamp || !/^\d+$/.test(timestamp)) throw new WebhookVerificationError("missing or malformed X-Retouch-Timestamp");
-  if (!signature?.startsWith("sha256=")) throw new WebhookVerificationError("missing or malformed X-Retouch-Signature");
-  const tolerance = options.toleranceMs ?? 5 * 60_000;
+  if (!signature?.startsWith(scheme.signaturePrefix))
+    throw new WebhookVerificationError("missing or malformed X-Retouch-Signature");
+  const tolerance = options.toleranceMs ?? scheme.defaultToleranceMs;
   const age = (options.now ?? Date.now()) - Number(timestamp);
-  if (Math.abs(age) > tolerance) throw new WebhookVerificationError(`timestamp is outside the ${tolerance} ms tolerance`);
+  if (Math.abs(age) > tolerance)
+    throw new WebhookVerificationError("stale timestamp", `stale timestamp: outside the ${tolerance} ms tolerance`);
 
-  const provided = hexToBytes(signature.slice("sha256=".length));
-  if (!provided) throw new WebhookVerificationError("signature is not hex");
+  const provided = hexToBytes(signature.slice(scheme.signaturePrefix.length));
+  if (!provided) throw new WebhookVerificationError("signature mismatch", "signature mismatch: the signature is not hex");
   const body = typeof rawBody === "string" ? new TextEncoder().encode(rawBody) : rawBody;
-  const prefix = new TextEncoder().encode(`${timestamp}.`);
+  // The signed text is `<timestamp>.<body>`; the body is appended as bytes, so it is never decoded and re-encoded.
+  const prefix = new TextEncoder().encode(scheme.signedText(timestamp, ""));
   const signed = new Uint8Array(prefix.length + body.length);
   signed.set(prefix);
   signed.set(body, prefix.length);
@@ -67,7 +99,7 @@ export async function verifyWebhook<T = unknown>(
   ]);
   // subtle.verify compares in constant time.
   if (!(await crypto.subtle.verify("HMAC", key, provided, signed))) {
-    throw new WebhookVerificationError("signature does not match");
+    throw new WebhookVerificationError("signature mismatch");
   }
   return JSON.parse(new TextDecoder().decode(body)) as T;
 }

@@ -3,6 +3,7 @@ import path from "node:path";
 import {
   type BatchStatus,
   type EditOptions,
+  FIXED_OUTPUT_FORMATS,
   JobFailedError,
   OUTPUT_FORMATS,
   type OutputFormat,
@@ -27,24 +28,66 @@ function parseDuration(text: string | undefined, fallbackMs: number): number {
   return Number(match[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(match[2] ?? "s") as "ms" | "s" | "m" | "h"];
 }
 
+/** One edit option as a flag of `retouch edit`. */
+export interface EditFlag {
+  /** The flag, without its dashes. */
+  flag: string;
+  /** How the help shows its value. */
+  value: string;
+  help: string;
+  /** The flag's text as the option's value; throws a UsageError when it is not one. Default: the text itself. */
+  parse?(text: string): EditOptions[keyof EditOptions];
+}
+
+const orList = (items: readonly string[]) => new Intl.ListFormat("en-GB", { type: "disjunction" }).format(items);
+// "background removal always gives png", from the SDK's list (the engine's, at generation).
+const fixedFormats = Object.entries(FIXED_OUTPUT_FORMATS)
+  .map(([workflow, format]) => `${workflow.replaceAll("_", " ")} always gives ${format}`)
+  .join("; ");
+
+/**
+ * Every option of the SDK's EditOptions (the router's process item) as a
+ * flag: the one list the parser (cli.ts), the help and `editOptions` read.
+ * Keyed by the options, so an option the service adds fails the type check
+ * here until it has a flag.
+ */
+export const EDIT_FLAGS: { [K in keyof Required<EditOptions>]: EditFlag } = {
+  format: {
+    flag: "format",
+    value: "<f>",
+    help: `${orList(OUTPUT_FORMATS)}${fixedFormats ? ` (${fixedFormats})` : ""}`,
+    parse: (text) => {
+      if (!OUTPUT_FORMATS.includes(text as OutputFormat))
+        throw new UsageError(`--format must be one of ${OUTPUT_FORMATS.join(", ")}`);
+      return text as OutputFormat;
+    },
+  },
+  quality: {
+    flag: "quality",
+    value: "<n>",
+    help: "1 to 100, for jpeg and webp",
+    parse: (text) => {
+      const quality = Number(text);
+      if (!Number.isInteger(quality) || quality < 1 || quality > 100)
+        throw new UsageError("--quality must be a whole number from 1 to 100");
+      return quality;
+    },
+  },
+  negativePrompt: { flag: "negative-prompt", value: "<text>", help: "what the edit should avoid" },
+  mask: { flag: "mask", value: "<png>", help: "white marks the area to edit (a file or an http(s) URL)" },
+  detect: { flag: "detect", value: "<terms>", help: 'what to remove, e.g. "person . red car"' },
+  webhookUrl: { flag: "webhook", value: "<url>", help: "also POST the outcome to this public https URL" },
+};
+
 function editOptions(ctx: CommandContext): EditOptions {
-  const format = stringFlag(ctx, "format");
-  if (format !== undefined && !OUTPUT_FORMATS.includes(format as OutputFormat))
-    throw new UsageError(`--format must be one of ${OUTPUT_FORMATS.join(", ")}`);
-  const qualityText = stringFlag(ctx, "quality");
-  const quality = qualityText === undefined ? undefined : Number(qualityText);
-  if (quality !== undefined && (!Number.isInteger(quality) || quality < 1 || quality > 100))
-    throw new UsageError("--quality must be a whole number from 1 to 100");
-  const mask = stringFlag(ctx, "mask");
-  const detect = stringFlag(ctx, "detect");
-  const webhook = stringFlag(ctx, "webhook");
-  return {
-    ...(format ? { format: format as OutputFormat } : {}),
-    ...(quality !== undefined ? { quality } : {}),
-    ...(mask ? { mask } : {}),
-    ...(detect ? { detect } : {}),
-    ...(webhook ? { webhookUrl: webhook } : {}),
-  };
+  const options: Record<string, unknown> = {};
+  for (const [option, spec] of Object.entries(EDIT_FLAGS) as Array<[keyof EditOptions, EditFlag]>) {
+    const text = stringFlag(ctx, spec.flag);
+    if (text === undefined) continue;
+    const value = spec.parse ? spec.parse(text) : text || undefined;
+    if (value !== undefined) options[option] = value;
+  }
+  return options as EditOptions;
 }
 
 /**

@@ -6,16 +6,12 @@ import type pg from "pg";
 import type { Config } from "../config/env";
 import type { Logger } from "../lib/logger";
 import { DELIVER_WEBHOOK, QueueWorkersStore, WORKER_ID_PREFIX } from "../stores/queue-workers.store";
+import { QUEUE_CHANNEL, stateChannelOf, stateNotification } from "./agenda-formats";
 
 export const PROCESS_IMAGE = "process-image";
-/**
- * The LISTEN/NOTIFY channel of the queue. Submissions write their queue entry
- * and NOTIFY in the database, in the transaction that creates the job
- * (`retouch_submit`), so this name and PROCESS_IMAGE travel to it.
- */
-export const QUEUE_CHANNEL = "agenda:jobs";
-/** Agenda's channel for job state events (start, complete...), derived from QUEUE_CHANNEL by the backend. */
-const QUEUE_STATE_CHANNEL = `${QUEUE_CHANNEL}:state`;
+// Submissions write their queue entry and NOTIFY in the database, in the transaction that creates the job
+// (`retouch_submit`), so QUEUE_CHANNEL (agenda-formats.ts) and PROCESS_IMAGE travel to it.
+const QUEUE_STATE_CHANNEL = stateChannelOf(QUEUE_CHANNEL);
 /** The state events that announce a settled Retouch job (not a queue entry: `jobId` is the job's own id). */
 const JOB_SETTLED = "retouch-job-settled";
 const MAINTENANCE = "maintenance";
@@ -25,12 +21,10 @@ const MAINTENANCE = "maintenance";
  * on it may not be the worker that settled it). Sent by the settling
  * transaction, so PostgreSQL delivers it at commit and never for a rollback;
  * the payload is a state event as @agendajs/postgres-backend writes one, so
- * the queue's own LISTEN connection carries it. `source` differs from any
- * Agenda instance's name: Agenda drops events from its own instance.
+ * the queue's own LISTEN connection carries it.
  */
 export function settlementNotice(jobId: string): { channel: string; payload: string } {
-  const payload = { type: "complete", jobId, jobName: JOB_SETTLED, timestamp: new Date().toISOString(), source: "retouch-db" };
-  return { channel: QUEUE_STATE_CHANNEL, payload: JSON.stringify(payload) };
+  return { channel: QUEUE_STATE_CHANNEL, payload: stateNotification({ type: "complete", jobId, jobName: JOB_SETTLED }) };
 }
 
 export interface QueueHandlers {

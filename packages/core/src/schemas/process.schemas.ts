@@ -1,4 +1,4 @@
-import { OUTPUT_FORMATS } from "@retouch/engine";
+import { OUTPUT_FORMATS, outputFormatFor } from "@retouch/engine";
 import { z } from "zod";
 import { JOB_FAILURE_CODES, type JobFailureCode } from "../errors/job-failure-codes";
 
@@ -59,7 +59,12 @@ export const processItemSchema = z.object({
     .max(MAX_PROMPT_CHARS, { error: `must be at most ${MAX_PROMPT_CHARS} characters` })
     .describe("What to do, in plain language"),
   negative_prompt: z.string().max(MAX_PROMPT_CHARS).optional().describe("What to avoid"),
-  format: imageFormatSchema.optional().describe("Output format; background removal always yields PNG; default JPEG"),
+  // The formats named from the engine's outputFormatFor, the rule's one owner.
+  format: imageFormatSchema
+    .optional()
+    .describe(
+      `Output format; background removal always yields ${outputFormatFor("background_removal", undefined).toUpperCase()}; default ${outputFormatFor("generative_edit", undefined).toUpperCase()}`,
+    ),
   quality: z
     .number({ error: "must be an integer from 1 to 100" })
     .int({ error: "must be an integer from 1 to 100" })

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import type { Readable } from "node:stream";
+import { OUTPUT_FORMATS } from "@retouch/engine";
 import pMap from "p-map";
 import { type PutOptions, SAFE_KEY } from "../blobs/blob-store";
 import { openS3BlobStore } from "../blobs/open-blob-store";
@@ -99,9 +100,12 @@ export async function listFileBlobs(root: string): Promise<{ keys: string[]; ign
   return { keys: keys.sort(), ignored: ignored.sort() };
 }
 
+/** A result's blob key, `results/<name>.<output format>`: its media type is image/<format>. */
+const RESULT_KEY = new RegExp(`^results/[^/]+\\.(${OUTPUT_FORMATS.join("|")})$`);
+
 /** The Content-Type the service gave the blob when it stored it (a presigned GET serves it back). */
 export function contentTypeOf(key: string): string | undefined {
-  const result = /^results\/[^/]+\.(jpeg|png|webp)$/.exec(key);
+  const result = RESULT_KEY.exec(key);
   if (result) return `image/${result[1]}`;
   if (key.startsWith("masks/")) return "image/png";
   return undefined;

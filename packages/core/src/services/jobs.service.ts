@@ -1,3 +1,4 @@
+import { OUTPUT_FORMATS } from "@retouch/engine";
 import type { BlobStore } from "../blobs/blob-store";
 import type { Config } from "../config/env";
 import type { JobWorkflow } from "../db/schema";
@@ -22,6 +23,8 @@ export const GENERIC_FAILURE = "Processing failed";
 /** The spec: signed result URLs are valid for 1 hour. */
 export const RESULT_URL_TTL_MS = 3_600_000;
 export const RESULT_PATH_PREFIX = "/files/results/";
+/** A signed result link's path: `/files/results/<job id>.<output format>`. */
+const RESULT_PATH = new RegExp(`^${RESULT_PATH_PREFIX}(job_[0-9a-z]{26})\\.(${OUTPUT_FORMATS.join("|")})$`);
 
 /** The spec's metadata block of a terminal job, and which hosted model made it when one did. */
 export function metadataOf(job: JobRow) {
@@ -249,7 +252,7 @@ export class JobsService {
     if (verdict === "expired")
       throw new RetouchError("signed_url_invalid", "This link has expired; request a fresh one from GET /api/process/result.");
     if (verdict === "invalid") throw new RetouchError("signed_url_invalid");
-    const match = /^\/files\/results\/(job_[0-9a-z]{26})\.(jpeg|png|webp)$/.exec(pathname);
+    const match = RESULT_PATH.exec(pathname);
     if (!match?.[1]) throw new RetouchError("signed_url_invalid");
     const job = await this.store.find(match[1]);
     if (!job?.result_blob || job.result_format !== match[2]) {

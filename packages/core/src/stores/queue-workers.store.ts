@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { AGENDA_TABLE, type AgendaJobRow, AGENDA_COLUMNS as column, entryNotificationSql } from "../processing/agenda-formats";
 
 /** The queue entries of webhook attempts (job-queue.ts); their `data.deliveryId` names the delivery. */
 export const DELIVER_WEBHOOK = "deliver-webhook";
@@ -52,17 +53,17 @@ export class QueueWorkersStore {
     const gone = (holder: string) =>
       `(${holder} like $1 || '%' and (${holder} in (select id from dead)
         or not exists (select 1 from queue_workers w where w.id = ${holder})))`;
-    const result = await this.pool.query<{ id: string; name: string; held_by: string }>(
+    const result = await this.pool.query<Pick<AgendaJobRow, "id" | "name"> & { held_by: string }>(
       `with dead as (
          delete from queue_workers
          where heartbeat_at < now() - heartbeat_ms * 3 * interval '1 millisecond'
          returning id
        ),
        released as (
-         update agenda_jobs
-         set locked_at = null, next_run_at = coalesce(next_run_at, now())
-         where locked_at is not null and ${gone("last_modified_by")}
-         returning id, name, data, last_modified_by as held_by
+         update ${AGENDA_TABLE}
+         set ${column.lockedAt} = null, ${column.nextRunAt} = coalesce(${column.nextRunAt}, now())
+         where ${column.lockedAt} is not null and ${gone(column.lastModifiedBy)}
+         returning ${column.id} as id, ${column.name} as name, ${column.data} as data, ${column.lastModifiedBy} as held_by
        ),
        unclaimed as (
          update jobs set claimed_until = null
@@ -75,9 +76,7 @@ export class QueueWorkersStore {
            and id in (select data->>'deliveryId' from released where name = $3)
          returning id
        )
-       select id, name, held_by,
-         pg_notify($2, json_build_object('jobId', id, 'jobName', name, 'nextRunAt', null, 'priority', 0,
-           'timestamp', to_char(clock_timestamp() at time zone 'utc', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))::text)
+       select id, name, held_by, pg_notify($2, ${entryNotificationSql("id", "name")})
        from released`,
       [WORKER_ID_PREFIX, channel, DELIVER_WEBHOOK],
     );

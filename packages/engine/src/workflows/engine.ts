@@ -20,7 +20,7 @@ import type {
   SaliencyModelKind,
   WorkContext,
 } from "../engine.ports";
-import { isOutputFormat, outputFormatFor } from "../engine.ports";
+import { isOutputFormat, OUTPUT_FORMATS, outputFormatFor } from "../engine.ports";
 import { EngineError } from "../engine-error";
 import { OnnxInpainter } from "../inpainting/inpainting.onnx";
 import { PatchMatchInpainter } from "../inpainting/patch-inpainter";
@@ -390,7 +390,7 @@ class BuiltInImageEngine implements ImageEngine {
   private async run(request: EditRequest): Promise<EditResult> {
     const { signal } = request;
     if (request.format !== undefined && !isOutputFormat(request.format)) {
-      throw new EngineError("invalid_request", `Unknown output format "${request.format}": use jpeg, png or webp.`);
+      throw new EngineError("invalid_request", `Unknown output format "${request.format}": use ${OUTPUT_FORMATS.join(", ")}.`);
     }
     if (request.quality !== undefined && !(Number.isInteger(request.quality) && request.quality >= 1 && request.quality <= 100)) {
       throw new EngineError("invalid_request", `Quality must be an integer from 1 to 100, not ${request.quality}.`);

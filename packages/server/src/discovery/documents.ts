@@ -1,4 +1,5 @@
 import { type Config, MAX_INLINE_IMAGE_BYTES, MAX_WAIT_SECONDS } from "@retouch/core";
+import { OUTPUT_FORMATS } from "@retouch/engine";
 import { MCP_PATH, MCP_SERVER_VERSION } from "../mcp/mcp.handler";
 import { type McpTool, mcpToolsFromRouter } from "../mcp/mcp-tools";
 
@@ -77,7 +78,7 @@ Where the server sells credits and plans (Stripe), \`GET ${base}/api/billing\` s
 
 ## Editing an image
 
-1. \`POST ${base}/api/process\` with \`Authorization: Bearer pk_...\` and \`{"image": "<base64 JPEG/PNG/WebP>", "prompt": "remove the background"}\` (or \`"image_url": "https://..."\`, a public address the service fetches) → \`{"job_id", "credits_remaining"}\`. Optional: \`format\` (jpeg, png, webp), \`quality\` (1-100), \`mask\`, \`detect\`, \`webhook_url\`, or \`{"images": [...]}\` for a batch. Send an \`Idempotency-Key\` header to retry safely.
+1. \`POST ${base}/api/process\` with \`Authorization: Bearer pk_...\` and \`{"image": "<base64 JPEG/PNG/WebP>", "prompt": "remove the background"}\` (or \`"image_url": "https://..."\`, a public address the service fetches) → \`{"job_id", "credits_remaining"}\`. Optional: \`format\` (${OUTPUT_FORMATS.join(", ")}), \`quality\` (1-100), \`mask\`, \`detect\`, \`webhook_url\`, or \`{"images": [...]}\` for a batch. Send an \`Idempotency-Key\` header to retry safely.
 2. \`GET ${base}/api/process/status?job_id=...\` every 2-5 seconds until \`status\` is \`done\` or \`error\`.
 3. \`GET ${base}/api/process/result?job_id=...\` → \`{"url", "format", "width", "height", ...}\`; download \`url\` with a plain GET within the hour.
 

@@ -1,10 +1,9 @@
 import { Readable } from "node:stream";
 import { RetouchError, type Services } from "@retouch/core";
+import { isOutputFormat } from "@retouch/engine";
 import type { HttpContext } from "./request-context";
 
 export const FILES_PREFIX = "/files/";
-
-const CONTENT_TYPES: Record<string, string> = { jpeg: "image/jpeg", png: "image/png", webp: "image/webp" };
 
 /** Serves a result image to whoever holds a valid signed link (no other credential needed). */
 export async function serveSignedFile(services: Services, c: HttpContext): Promise<Response> {
@@ -17,7 +16,8 @@ export async function serveSignedFile(services: Services, c: HttpContext): Promi
   }
   const expires = Number(url.searchParams.get("expires"));
   const headers = {
-    "Content-Type": CONTENT_TYPES[file.format] ?? "application/octet-stream",
+    // Each output format's media type is image/<its name> (the engine's list).
+    "Content-Type": isOutputFormat(file.format) ? `image/${file.format}` : "application/octet-stream",
     "Content-Length": String(opened.size),
     "Content-Disposition": `inline; filename="${file.jobId}.${file.format}"`,
     // Private: the link is a credential. Cacheable by the browser until it expires.

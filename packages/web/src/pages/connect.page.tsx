@@ -32,7 +32,7 @@ import { Retouch } from "@retouch/sdk";
 
 const retouch = new Retouch({ baseUrl: "${site}", apiKey: process.env.RETOUCH_API_KEY }); // ${key}
 const result = await retouch.edit("photo.jpg", "${example}");
-await writeFile("edited.${example.includes("background") ? "png" : "jpg"}", await result.download());`;
+await writeFile(\`edited.\${result.format}\`, await result.download()); // the format the service wrote`;
   const cli = `retouch login --base-url ${site} --key ${key}
 retouch edit photo.jpg "${example}" -o edited.jpg`;
 
