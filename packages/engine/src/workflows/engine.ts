@@ -29,7 +29,6 @@ import type { OnnxRunner } from "../models/onnx-runner";
 import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "../pixels/image-codec";
 import { readTerm } from "../prompts/detection-vocabulary";
 import { parseInstructions } from "../prompts/generative-catalog";
-import type { PromptRoute } from "../prompts/prompt-router";
 import type { GenerativeProvider, GenerativeProviderOptions } from "../providers/generative-provider";
 import { createGenerativeProvider } from "../providers/generative-providers";
 import type { BackgroundProviderOptions, ObjectRemovalProviderOptions } from "../providers/removal-provider";
