@@ -102,4 +102,5 @@ export { type Context, createContext } from "./trpc/context";
 export { isClientError, toRetouchError, trpcErrorResponse } from "./trpc/errors";
 export { RATE_LIMIT_HEADERS, type RateLimitHeaderName } from "./trpc/rate-limit-headers";
 export { type AppRouter, appRouter } from "./trpc/router";
+export { type RouterOperation, routerOperations } from "./trpc/router-operations";
 export { createCallerFactory, type MultipartForm, type ProcedureMeta } from "./trpc/trpc";
