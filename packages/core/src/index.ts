@@ -72,6 +72,7 @@ export {
   MAX_INLINE_IMAGE_BYTES,
   MAX_PROMPT_CHARS,
   MAX_WAIT_SECONDS,
+  processInputSchema,
   processItemSchema,
 } from "./schemas/process.schemas";
 export {
