@@ -74,6 +74,7 @@ export {
   MAX_INLINE_IMAGE_BYTES,
   MAX_PROMPT_CHARS,
   MAX_WAIT_SECONDS,
+  processInputSchema,
   processItemSchema,
 } from "./schemas/process.schemas";
 export {
@@ -104,4 +105,5 @@ export { type Context, createContext } from "./trpc/context";
 export { isClientError, toRetouchError, trpcErrorResponse } from "./trpc/errors";
 export { RATE_LIMIT_HEADERS, type RateLimitHeaderName } from "./trpc/rate-limit-headers";
 export { type AppRouter, appRouter } from "./trpc/router";
+export { type RouterOperation, routerOperations } from "./trpc/router-operations";
 export { createCallerFactory, type MultipartForm, type ProcedureMeta } from "./trpc/trpc";

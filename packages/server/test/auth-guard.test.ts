@@ -1,4 +1,4 @@
-import { appRouter, type ProcedureMeta } from "@retouch/core";
+import { routerOperations } from "@retouch/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKey, signUpVerified } from "../../../test/support/accounts";
 import { request } from "../../../test/support/http-client";
@@ -8,10 +8,8 @@ import { startTestApp, type TestApp } from "../../../test/support/test-app";
  * The same authentication checks against every protected REST route, taken
  * from the router itself: a route added later is covered without editing this file.
  */
-const protectedRoutes = Object.values(
-  appRouter._def.procedures as unknown as Record<string, { _def: { meta?: ProcedureMeta } }>,
-).flatMap((procedure) => {
-  const openapi = procedure._def.meta?.openapi;
+const protectedRoutes = routerOperations().flatMap(({ meta }) => {
+  const openapi = meta.openapi;
   return openapi && openapi.protect !== false ? [{ method: openapi.method, path: openapi.path.replace("{id}", "key_x") }] : [];
 });
 

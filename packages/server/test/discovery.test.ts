@@ -5,7 +5,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { validate } from "@readme/openapi-parser";
-import { appRouter, type ProcedureMeta } from "@retouch/core";
+import { routerOperations as allRouterOperations } from "@retouch/core";
 import createClient from "openapi-fetch";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
@@ -19,8 +19,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../.
 const PUBLIC = "https://retouch.test.example";
 
 /** Every REST operation the router defines, as `METHOD /path`. */
-const routerOperations = Object.values(appRouter._def.procedures as unknown as Record<string, { _def: { meta?: ProcedureMeta } }>)
-  .flatMap((procedure) => (procedure._def.meta?.openapi ? [procedure._def.meta.openapi] : []))
+const routerOperations = allRouterOperations()
+  .flatMap(({ meta }) => (meta.openapi ? [meta.openapi] : []))
   .map((openapi) => ({ method: openapi.method.toLowerCase(), path: openapi.path }));
 
 let app: TestApp;

@@ -35,6 +35,8 @@ export interface ProcedureMeta extends OpenApiMeta {
   errors?: ErrorCode[];
   /** The operation also takes its body as `multipart/form-data` (curl's `-F`): which parts it reads, and how. */
   multipart?: MultipartForm;
+  /** The operation sets or clears the session cookie on its success: what its `Set-Cookie` carries (documented in OpenAPI). */
+  setCookie?: string;
   /** Headers the operation sends on its success and on its 429 answers (documented on both in OpenAPI). */
   responseHeaders?: Record<string, { description: string; schema: Record<string, unknown> }>;
   /** HTTP status of a successful REST response (200 unless said otherwise), fixed or chosen from the output. */

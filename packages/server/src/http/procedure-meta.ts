@@ -1,11 +1,12 @@
-import { type AppRouter, appRouter, type Context, type ProcedureMeta, toRetouchError } from "@retouch/core";
+import { type AppRouter, type Context, type ProcedureMeta, routerOperations, toRetouchError } from "@retouch/core";
 import type { TRPCError } from "@trpc/server";
 
-type ProcedureRecord = Record<string, { _def: { meta?: ProcedureMeta } }>;
+let metaByPath: Map<string, ProcedureMeta> | undefined;
 
 export function procedureMeta(path: string | undefined): ProcedureMeta | undefined {
   if (!path) return undefined;
-  return (appRouter._def.procedures as unknown as ProcedureRecord)[path]?._def.meta;
+  metaByPath ??= new Map(routerOperations().map((operation) => [operation.path, operation.meta]));
+  return metaByPath.get(path);
 }
 
 /**

@@ -1,4 +1,11 @@
-import { appRouter, type Config, type CredentialKind, MCP_PATH, type MultipartForm, type ProcedureMeta } from "@retouch/core";
+import {
+  type Config,
+  type CredentialKind,
+  MCP_PATH,
+  type MultipartForm,
+  type ProcedureMeta,
+  routerOperations,
+} from "@retouch/core";
 import { TrieRouter } from "hono/router/trie-router";
 import { OAUTH_ENDPOINTS_PREFIX } from "../oauth/oauth.routes";
 import { PROCESS_EVENTS_PATH } from "./events.handler";
@@ -52,7 +59,6 @@ export interface RestRoute {
   policy: RoutePolicy;
 }
 
-type ProcedureRecord = Record<string, { _def: { meta?: ProcedureMeta } }>;
 type PolicyEntry = RoutePolicy | ((path: string) => RoutePolicy);
 
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH"]);
@@ -67,11 +73,8 @@ const JSON_OR_MULTIPART: readonly BodyType[] = ["json", "multipart"];
  * better-auth's OAuth endpoints. Anything else gets NO_BODY.
  */
 export function createRoutePolicies(config: Pick<Config, "maxRequestBytes">) {
-  const procedures = Object.entries(appRouter._def.procedures as unknown as ProcedureRecord).map(([name, procedure]) => ({
-    name,
-    meta: procedure._def.meta ?? {},
-  }));
-  const byName = new Map(procedures.map((procedure) => [procedure.name, procedure.meta]));
+  const procedures = routerOperations();
+  const byName = new Map(procedures.map((procedure) => [procedure.path, procedure.meta]));
   const bodyLimit = (method: string, meta: ProcedureMeta) =>
     !BODY_METHODS.has(method) ? 0 : meta.imageBody ? config.maxRequestBytes : DEFAULT_BODY_LIMIT_BYTES;
   const rest: RestRoute[] = procedures.flatMap(({ meta }) =>

@@ -1,4 +1,12 @@
-import { appRouter, type Context, createCallerFactory, type ProcedureMeta, RetouchError, toRetouchError } from "@retouch/core";
+import {
+  appRouter,
+  type Context,
+  createCallerFactory,
+  type ProcedureMeta,
+  RetouchError,
+  routerOperations,
+  toRetouchError,
+} from "@retouch/core";
 import { z } from "zod";
 
 /**
@@ -16,10 +24,6 @@ export interface McpTool {
   path: string;
   input: z.ZodObject;
   output: z.ZodObject;
-}
-
-interface ProcedureDef {
-  _def: { meta?: ProcedureMeta; inputs: unknown[]; output?: unknown };
 }
 
 /** MCP output schemas must be objects: a union of objects becomes one object whose keys not shared by every branch are optional. */
@@ -41,13 +45,11 @@ function asObjectSchema(schema: unknown, path: string): z.ZodObject {
 }
 
 export function mcpToolsFromRouter(): McpTool[] {
-  const procedures = appRouter._def.procedures as unknown as Record<string, ProcedureDef>;
-  return Object.entries(procedures).flatMap(([path, procedure]) => {
-    const meta = procedure._def.meta?.mcp;
+  return routerOperations().flatMap(({ path, meta: { mcp: meta }, inputs, output: procedureOutput }) => {
     if (!meta) return [];
-    const input = meta.input ?? procedure._def.inputs[0];
+    const input = meta.input ?? inputs[0];
     if (!(input instanceof z.ZodObject)) throw new Error(`${path}: an MCP tool needs an object input`);
-    const output = meta.output ?? asObjectSchema(procedure._def.output, path);
+    const output = meta.output ?? asObjectSchema(procedureOutput, path);
     return [
       { name: meta.name, title: meta.title, description: meta.description, annotations: meta.annotations, path, input, output },
     ];

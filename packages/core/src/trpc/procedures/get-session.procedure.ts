@@ -5,6 +5,7 @@ import { publicProcedure } from "../trpc";
 
 export const getSession = publicProcedure
   .meta({
+    setCookie: "When the session was extended, the refreshed cookie; when it ended, one that clears it",
     errors: [],
     openapi: {
       method: "GET",

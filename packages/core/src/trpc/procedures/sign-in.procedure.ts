@@ -4,6 +4,7 @@ import { publicProcedure } from "../trpc";
 
 export const signIn = publicProcedure
   .meta({
+    setCookie: "The session cookie (`retouch.session_token=...`); resend it in a `Cookie` header",
     errors: ["invalid_request", "invalid_credentials", "rate_limited"],
     openapi: {
       method: "POST",

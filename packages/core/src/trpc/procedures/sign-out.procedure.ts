@@ -5,6 +5,7 @@ import { publicProcedure } from "../trpc";
 
 export const signOut = publicProcedure
   .meta({
+    setCookie: "Clears the session cookie (`Max-Age=0`)",
     errors: [],
     openapi: {
       method: "POST",

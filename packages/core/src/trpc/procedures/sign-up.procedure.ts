@@ -4,6 +4,7 @@ import { publicProcedure } from "../trpc";
 
 export const signUp = publicProcedure
   .meta({
+    setCookie: "The session cookie (`retouch.session_token=...`); resend it in a `Cookie` header",
     errors: ["invalid_request", "email_already_registered", "rate_limited"],
     openapi: {
       method: "POST",

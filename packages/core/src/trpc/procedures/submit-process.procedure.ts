@@ -1,3 +1,4 @@
+import { z } from "zod";
 import {
   editImageToolInput,
   editImageToolOutput,
@@ -39,6 +40,21 @@ export const submitProcess = apiKeyProcedure
       path: "/api/process",
       tags: ["Jobs"],
       summary: "Submit an edit (one image or a batch)",
+      // Read by the submission service from the request's headers; declared here for OpenAPI.
+      requestHeaders: z.object({
+        "Idempotency-Key": z
+          .string()
+          .min(1)
+          .max(255)
+          .optional()
+          .meta({
+            param: {
+              required: false,
+              description:
+                "A retry with the same key and body returns the original answer and charges nothing (keys are kept 48 hours). A UUID is ideal.",
+            },
+          }),
+      }),
       description:
         "Starts one job per image and answers at once with the ids and the remaining balance. 1 credit per image, refunded if the job fails. Send `Idempotency-Key` to retry safely. Each image comes as base64 (`image`) or as a public https: URL the service fetches now (`image_url`); one image may also come as `multipart/form-data` with the picture as a file part (`curl -F image=@photo.jpg -F prompt=...`); a fetch the host fails answers 502 `image_fetch_failed`, charges nothing, and can be retried with the same key. A prompt this server cannot carry out (GET /api/capabilities says what it can) answers 400 `unsupported_instruction` at once: no job, no charge. Every answer, 200 and 429 alike, says where you stand in `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`.",
     },
