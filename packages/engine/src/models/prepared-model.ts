@@ -10,7 +10,15 @@ import { joinPieces } from "./onnx-wire";
 /** Bump when a change here or in the rewrites makes earlier prepared files stale. */
 const PREPARATION_VERSION = 1;
 
-export const DEFAULT_PREPARED_DIRECTORY = path.join(os.tmpdir(), "retouch-prepared-models");
+/**
+ * Where a prepared model is written, in order: a `.prepared` folder beside the model (on the disk that
+ * holds the models: RETOUCH_MODELS_DIR for the catalog's), then the system's temporary folder. Beside
+ * the model first because a temporary folder is often a tmpfs, where a prepared IS-Net's 176 MB would
+ * sit in memory, and is emptied at each boot, where the model would be prepared again.
+ */
+export function preparedDirectories(modelPath: string): string[] {
+  return [path.join(path.dirname(path.resolve(modelPath)), ".prepared"), path.join(os.tmpdir(), "retouch-prepared-models")];
+}
 
 export interface ModelPreparation {
   path: string;
@@ -24,20 +32,20 @@ export interface ModelPreparation {
  * The file onnxruntime loads for a model: the model itself when it loads as
  * it is, or, when the engine changes it (side outputs pruned, a fixed input
  * resized, float16 weights widened: model-input-size.ts, model-float32.ts),
- * the changed model, written once to `directory` and found there by every
- * later load, in this process and the next (keyed by the source's path, size
- * and time, and what is changed).
+ * the changed model, written once to the first of `directories` that can be
+ * written and found there by every later load, in this process and the next
+ * (keyed by the source's path, size and time, and what is changed).
  *
  * onnxruntime reads a path itself, so the JavaScript side holds no copy of
  * the weights while a session is built. Handed the changed bytes instead, a
  * load held the file, each changed copy and onnxruntime's own at once:
  * measured with the IS-Net test weights widened, the 12 MP memory bench's
  * first round (the one that loads it) peaked at 1258 MiB (docs/engine.md).
- * Where the directory cannot be written, the bytes are returned instead.
+ * Where no directory can be written, the bytes are returned instead.
  */
 export async function preparedModel(
   spec: ModelPreparation,
-  directory = DEFAULT_PREPARED_DIRECTORY,
+  directories: readonly string[] = preparedDirectories(spec.path),
 ): Promise<string | Uint8Array> {
   const source = await stat(spec.path);
   const key = createHash("sha256")
@@ -53,24 +61,30 @@ export async function preparedModel(
     )
     .digest("hex")
     .slice(0, 24);
-  const target = path.join(directory, `${path.basename(spec.path, ".onnx")}-${key}.onnx`);
-  const unchanged = `${target}.unchanged`;
-  if (await exists(unchanged)) return spec.path;
-  if (await exists(target)) return target;
+  const name = `${path.basename(spec.path, ".onnx")}-${key}.onnx`;
+  for (const directory of directories) {
+    const target = path.join(directory, name);
+    if (await exists(`${target}.unchanged`)) return spec.path;
+    if (await exists(target)) return target;
+  }
 
   const pieces = await preparedPieces(spec);
-  try {
-    await mkdir(directory, { recursive: true });
-    if (!pieces) {
-      await writeFile(unchanged, "");
-      return spec.path;
+  for (const directory of directories) {
+    const target = path.join(directory, name);
+    try {
+      await mkdir(directory, { recursive: true });
+      if (!pieces) {
+        await writeFile(`${target}.unchanged`, "");
+        return spec.path;
+      }
+      await writePieces(target, pieces);
+      return target;
+    } catch {
+      // Read-only, full, or not a folder: the next one.
     }
-    await writePieces(target, pieces);
-    return target;
-  } catch {
-    if (!pieces) return spec.path;
-    return pieces.length === 1 ? (pieces[0] as Uint8Array) : joinPieces(pieces);
   }
+  if (!pieces) return spec.path;
+  return pieces.length === 1 ? (pieces[0] as Uint8Array) : joinPieces(pieces);
 }
 
 /**
