@@ -121,6 +121,27 @@ describe("POST /auth/sign-up/email", () => {
   });
 });
 
+describe("POST /auth/sign-up/email and /auth/sign-in/email: overlong fields", () => {
+  it("say which field is too long and by what measure, not that it is missing, and create nothing", async () => {
+    const email = uniqueEmail();
+    const longName = await request(app.url, "POST", "/auth/sign-up/email", {
+      body: { email, password: "correct-horse-battery", name: "n".repeat(101) },
+    });
+    expect(longName.status).toBe(400);
+    expect(longName.body.message).toMatch(/name: must be at most 100 characters/);
+    const longPassword = await request(app.url, "POST", "/auth/sign-up/email", {
+      body: { email, password: "p".repeat(257), name: "Ada" },
+    });
+    expect(longPassword.status).toBe(400);
+    expect(longPassword.body.message).toMatch(/password: must be at most 256 characters/);
+    const signIn = await request(app.url, "POST", "/auth/sign-in/email", { body: { email, password: "p".repeat(257) } });
+    expect(signIn.status).toBe(400);
+    expect(signIn.body.message).toMatch(/password: must be at most 256 characters/);
+    // Nothing was created: the address is still free.
+    expect((await signUp(app.url, { email })).userId).toMatch(/^usr_/);
+  });
+});
+
 describe("POST /auth/send-verification-email", () => {
   it("sends a fresh working link to an unverified account", async () => {
     const account = await signUp(app.url);

@@ -60,6 +60,17 @@ describe("POST /api/keys", () => {
   });
 });
 
+describe("POST /api/keys: bad input", () => {
+  it("refuses a name over 100 characters saying so, not that it is missing, and creates nothing", async () => {
+    const before = await app.services.stores.apiKeys.listForUser(alice.userId);
+    const response = await request(app.url, "POST", "/api/keys", { cookie: alice.cookie, body: { name: "x".repeat(101) } });
+    expect(response.status).toBe(400);
+    expect(response.body.code).toBe("invalid_request");
+    expect(response.body.message).toMatch(/name: must be at most 100 characters/);
+    expect(await app.services.stores.apiKeys.listForUser(alice.userId)).toEqual(before);
+  });
+});
+
 describe("GET /api/keys", () => {
   it("lists the account's keys newest first, with prefix and never the secret", async () => {
     const account = await signUpVerified(app);

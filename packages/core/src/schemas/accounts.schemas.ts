@@ -7,17 +7,27 @@ const email = z.email({ error: "must be a valid email address" }).max(254).descr
 const newPassword = z
   .string({ error: "is required" })
   .min(MIN_PASSWORD_LENGTH, { error: `must be at least ${MIN_PASSWORD_LENGTH} characters` })
-  .max(MAX_PASSWORD_LENGTH);
+  .max(MAX_PASSWORD_LENGTH, { error: `must be at most ${MAX_PASSWORD_LENGTH} characters` });
 
 export const signUpInput = z.object({
   email,
   password: newPassword.describe(`Password, at least ${MIN_PASSWORD_LENGTH} characters`),
-  name: z.string({ error: "is required" }).trim().min(1, { error: "must not be empty" }).max(100).describe("Display name"),
+  name: z
+    .string({ error: "is required" })
+    .trim()
+    .min(1, { error: "must not be empty" })
+    // Without its own message a check takes the schema's ("is required"), which misleads for a long name.
+    .max(100, { error: "must be at most 100 characters" })
+    .describe("Display name"),
 });
 
 export const signInInput = z.object({
   email,
-  password: z.string({ error: "is required" }).min(1, { error: "is required" }).max(MAX_PASSWORD_LENGTH).describe("Password"),
+  password: z
+    .string({ error: "is required" })
+    .min(1, { error: "is required" })
+    .max(MAX_PASSWORD_LENGTH, { error: `must be at most ${MAX_PASSWORD_LENGTH} characters` })
+    .describe("Password"),
 });
 
 export const sessionOutput = z.object({
@@ -54,7 +64,11 @@ export const requestPasswordResetInput = z.object({
 });
 
 export const resetPasswordInput = z.object({
-  token: z.string({ error: "is required" }).min(1, { error: "is required" }).max(512).describe("The `token` of the emailed link"),
+  token: z
+    .string({ error: "is required" })
+    .min(1, { error: "is required" })
+    .max(512, { error: "must be at most 512 characters" })
+    .describe("The `token` of the emailed link"),
   new_password: newPassword.describe(`The new password, at least ${MIN_PASSWORD_LENGTH} characters`),
 });
 

@@ -11,7 +11,13 @@ export const apiKeyListing = z.object({
 export const listKeysOutput = z.object({ keys: z.array(apiKeyListing) });
 
 export const createKeyInput = z.object({
-  name: z.string({ error: "is required" }).trim().min(1, { error: "is required" }).max(100).describe("A label for the key"),
+  name: z
+    .string({ error: "is required" })
+    .trim()
+    .min(1, { error: "is required" })
+    // Without its own message a check takes the schema's ("is required"), which misleads for a long name.
+    .max(100, { error: "must be at most 100 characters" })
+    .describe("A label for the key"),
 });
 
 export const createKeyOutput = z.object({
