@@ -25,13 +25,14 @@ import {
   GRAPH,
   graphOf,
   joinPieces,
+  lengthDelimited,
   NODE,
   nested,
   readVarint,
   rebuildGraphPieces,
   str,
   TENSOR,
-  writeVarint,
+  varintField,
 } from "./onnx-wire";
 
 // TensorProto.DataType
@@ -66,20 +67,20 @@ export function withFloat32Weights(model: Uint8Array): Uint8Array[] | undefined 
           const tensor = widenTensor(model, field);
           if (!tensor) return model.subarray(field.start, field.valueEnd);
           widened++;
-          return delimited(GRAPH.initializer, tensor);
+          return lengthDelimited(GRAPH.initializer, tensor);
         }
         case GRAPH.node: {
           const node = widenNode(model, field);
           if (!node) return model.subarray(field.start, field.valueEnd);
           widened++;
-          return delimited(GRAPH.node, node);
+          return lengthDelimited(GRAPH.node, node);
         }
         case GRAPH.input:
         case GRAPH.output: {
           if (elementTypeOf(model, field) !== FLOAT16) return model.subarray(field.start, field.valueEnd);
           // Older exports list the weights among the inputs; a real float16 input or output is the caller's contract.
           if (field.number === GRAPH.output || !initializers.has(valueInfoName(model, field))) throw new NotWidened();
-          return delimited(field.number, withElementType(model, field, FLOAT));
+          return lengthDelimited(field.number, withElementType(model, field, FLOAT));
         }
         // Shape hints of intermediate tensors, some of them float16: onnxruntime infers them again.
         case GRAPH.valueInfo:
@@ -137,8 +138,8 @@ function withElementType(bytes: Uint8Array, info: Field, type: number): Uint8Arr
   const elemType = (tensorType: Field) =>
     rewrite(bytes, tensorType, (field) => (field.number === 1 ? varintField(1, type) : undefined));
   const typeProto = (typeField: Field) =>
-    rewrite(bytes, typeField, (field) => (field.number === 1 ? delimited(1, elemType(field)) : undefined));
-  return rewrite(bytes, info, (field) => (field.number === 2 ? delimited(2, typeProto(field)) : undefined));
+    rewrite(bytes, typeField, (field) => (field.number === 1 ? lengthDelimited(1, elemType(field)) : undefined));
+  return rewrite(bytes, info, (field) => (field.number === 2 ? lengthDelimited(2, typeProto(field)) : undefined));
 }
 
 /** The message's fields, each as `map` gives it or, where it gives undefined, copied as it is. */
@@ -146,15 +147,6 @@ function rewrite(bytes: Uint8Array, message: Field, map: (field: Field) => Uint8
   return joinPieces(
     fields(bytes, message.valueStart, message.valueEnd).map((field) => map(field) ?? bytes.subarray(field.start, field.valueEnd)),
   );
-}
-
-/** A length-delimited field; weights run to megabytes, so never through a number[]. */
-function delimited(number: number, payload: Uint8Array): Uint8Array {
-  return joinPieces([new Uint8Array(writeVarint(number * 8 + 2)), new Uint8Array(writeVarint(payload.length)), payload]);
-}
-
-function varintField(number: number, value: number): Uint8Array {
-  return new Uint8Array([...writeVarint(number * 8), ...writeVarint(value)]);
 }
 
 /** A float16 tensor's bytes as float32 (its TensorProto's body); undefined for any other tensor. */
@@ -172,7 +164,7 @@ function widenTensor(bytes: Uint8Array, tensor: Field): Uint8Array | undefined {
         ? new Uint8Array(0)
         : bytes.subarray(part.start, part.valueEnd),
   );
-  return joinPieces([...kept, delimited(TENSOR.rawData, new Uint8Array(wide.buffer))]);
+  return joinPieces([...kept, lengthDelimited(TENSOR.rawData, new Uint8Array(wide.buffer))]);
 }
 
 /** A float16 tensor's values: from raw_data, or from int32_data (one value's bits per entry, packed or not). */
@@ -224,11 +216,11 @@ function widenNode(bytes: Uint8Array, node: Field): Uint8Array | undefined {
         const tensor = widenTensor(bytes, part);
         if (!tensor) return undefined;
         changed = true;
-        return delimited(part.number, tensor);
+        return lengthDelimited(part.number, tensor);
       }
       return undefined;
     });
-    return delimited(NODE.attribute, attributeBody);
+    return lengthDelimited(NODE.attribute, attributeBody);
   });
   return changed ? body : undefined;
 }

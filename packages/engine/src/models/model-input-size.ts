@@ -25,6 +25,7 @@ import {
   GRAPH,
   graphOf,
   INT64,
+  joinPieces,
   lengthDelimited,
   NODE,
   nested,
@@ -32,7 +33,7 @@ import {
   rebuildGraph,
   str,
   TENSOR,
-  writeVarint,
+  varintField,
 } from "./onnx-wire";
 
 interface ParsedNode {
@@ -95,23 +96,20 @@ function readValueInfo(bytes: Uint8Array, valueInfo: Field): ValueInfo {
   };
 }
 
-function encodeValueInfo(info: ValueInfo): number[] {
+function encodeValueInfo(info: ValueInfo): Uint8Array {
+  const encode = (value: string) => new TextEncoder().encode(value);
   const dims = (info.dims ?? []).map((dim) =>
     lengthDelimited(
       1,
       typeof dim === "number"
-        ? [...writeVarint(1 * 8), ...writeVarint(dim)]
+        ? varintField(1, dim)
         : typeof dim === "string"
-          ? lengthDelimited(2, new TextEncoder().encode(dim))
-          : [],
+          ? lengthDelimited(2, encode(dim))
+          : new Uint8Array(0),
     ),
   );
-  const tensorType = [
-    ...writeVarint(1 * 8),
-    ...writeVarint(info.elemType),
-    ...(info.dims ? lengthDelimited(2, dims.flat()) : []),
-  ];
-  return [...lengthDelimited(1, new TextEncoder().encode(info.name)), ...lengthDelimited(2, lengthDelimited(1, tensorType))];
+  const tensorType = joinPieces([varintField(1, info.elemType), ...(info.dims ? [lengthDelimited(2, joinPieces(dims))] : [])]);
+  return joinPieces([lengthDelimited(1, encode(info.name)), lengthDelimited(2, lengthDelimited(1, tensorType))]);
 }
 
 /**
@@ -205,7 +203,7 @@ export function resizeModelInput(model: Uint8Array, size: number): Uint8Array {
     const dims = info.dims?.map((dim, index) =>
       (index === 2 || index === 3) && typeof dim === "number" && info.dims?.length === 4 ? scale(dim) : dim,
     );
-    return new Uint8Array(lengthDelimited(field.number, encodeValueInfo({ ...info, dims })));
+    return lengthDelimited(field.number, encodeValueInfo({ ...info, dims }));
   });
 
   const view = new DataView(out.buffer, out.byteOffset, out.byteLength);

@@ -92,8 +92,14 @@ export function nested(bytes: Uint8Array, field: Field | undefined, number: numb
   return field ? fields(bytes, field.valueStart, field.valueEnd).find((part) => part.number === number) : undefined;
 }
 
-export function lengthDelimited(number: number, payload: Uint8Array | number[]): number[] {
-  return [...writeVarint(number * 8 + 2), ...writeVarint(payload.length), ...payload];
+/** A length-delimited field (a message, bytes, a string); weights run to megabytes, so never through a number[]. */
+export function lengthDelimited(number: number, payload: Uint8Array): Uint8Array {
+  return joinPieces([new Uint8Array(writeVarint(number * 8 + 2)), new Uint8Array(writeVarint(payload.length)), payload]);
+}
+
+/** A varint field (an integer, an enum). */
+export function varintField(number: number, value: number): Uint8Array {
+  return new Uint8Array([...writeVarint(number * 8), ...writeVarint(value)]);
 }
 
 /** A copy of `model` with its graph's fields mapped (undefined drops one); where the new graph's fields lie. */

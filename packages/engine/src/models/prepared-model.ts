@@ -64,8 +64,8 @@ export async function preparedModel(
   const name = `${path.basename(spec.path, ".onnx")}-${key}.onnx`;
   for (const directory of directories) {
     const target = path.join(directory, name);
-    if (await exists(`${target}.unchanged`)) return spec.path;
-    if (await exists(target)) return target;
+    if (await stat(`${target}.unchanged`).catch(() => undefined)) return spec.path;
+    if (await stat(target).catch(() => undefined)) return target;
   }
 
   const pieces = await preparedPieces(spec);
@@ -124,14 +124,5 @@ async function writePieces(target: string, pieces: readonly Uint8Array[]): Promi
   } catch (error) {
     await rm(partial, { force: true });
     throw error;
-  }
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch {
-    return false;
   }
 }
