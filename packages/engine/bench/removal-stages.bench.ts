@@ -87,6 +87,7 @@ async function profile(subject: Subject, runs: number): Promise<void> {
   const detector = new HumanObjectDetector();
   const segmenter = new MinisamSegmenter();
   const inpainter = new PatchMatchInpainter();
+  const inpainterAlone = new PatchMatchInpainter({ helperThread: false });
   const pose = new MoveNetPoseEstimator();
   const engine = createImageEngine();
   // Before: a detector the engine cannot keep the thread of, so the keypoints start a thread of their own.
@@ -182,7 +183,12 @@ async function profile(subject: Subject, runs: number): Promise<void> {
     }
     record("the hole: prompts, masks to full size, margins (less the keypoints)", performance.now() - started - keypointsMs);
     await stage("body keypoints in a thread of their own (before)", () => pose.keypoints(image, asked, context));
-    const filled = await stage("PatchMatch fill and tone", () => inpainter.inpaint(image, mask, context));
+    const filled = await stage("PatchMatch fill and tone, the search's second band in the helper thread", () =>
+      inpainter.inpaint(image, mask, context),
+    );
+    await stage("PatchMatch fill and tone in one thread (before; the same fill)", () =>
+      inpainterAlone.inpaint(image, mask, context),
+    );
     await stage("JPEG encode", () => encodeImage(filled, "jpeg"));
     // Alternating which goes first, so that neither always meets the other's leftovers.
     const now = () =>

@@ -2,6 +2,8 @@ import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
 import type { RgbaImage } from "../src/engine.ports";
 import { diffusionFill, PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
+import { PARALLEL_MIN_TARGETS } from "../src/inpainting/patch-search";
+import { patchSearchThread } from "../src/inpainting/patch-search-thread";
 import { decodeImage } from "../src/pixels/image-codec";
 import { dilate } from "../src/pixels/mask-ops";
 import { blotches, flatFill, maskedError, rectangleMask, stripes, textureEnergy } from "./synthetic-scenes.fixture";
@@ -112,5 +114,42 @@ describe("PatchMatchInpainter", () => {
     const exact = await new PatchMatchInpainter({ marginFactor: 0 }).inpaint(image, mask, {});
     // "changes no pixel outside the mask" holds for the grown search; the fill itself differs.
     expect(Buffer.compare(Buffer.from(grown.data), Buffer.from(exact.data))).not.toBe(0);
+  });
+
+  describe("with its helper thread", () => {
+    // A real photograph with a hole whose finest level has more targets than one band takes.
+    const gravelWithHole = async () => {
+      const image = await fixture("gravel.jpg");
+      const mask = rectangleMask(image.width, image.height, 120, 90, 170, 150);
+      expect(170 * 150).toBeGreaterThan(PARALLEL_MIN_TARGETS);
+      return { image, mask };
+    };
+
+    it("searches a large level's second band in the helper, and fills exactly as without it", async () => {
+      const { image, mask } = await gravelWithHole();
+      await patchSearchThread.start();
+      const before = patchSearchThread.stats.bands;
+      const helped = await new PatchMatchInpainter().inpaint(image, mask, {});
+      const afterHelped = patchSearchThread.stats.bands;
+      expect(afterHelped).toBeGreaterThan(before);
+      const alone = await new PatchMatchInpainter({ helperThread: false }).inpaint(image, mask, {});
+      expect(patchSearchThread.stats.bands).toBe(afterHelped);
+      expect(Buffer.compare(Buffer.from(helped.data), Buffer.from(alone.data))).toBe(0);
+    });
+
+    it("stops when cancelled part way through a helped fill, and the next fill is whole", async () => {
+      const { image, mask } = await gravelWithHole();
+      await patchSearchThread.start();
+      const controller = new AbortController();
+      const before = patchSearchThread.stats.bands;
+      const cancelled = new PatchMatchInpainter().inpaint(image, mask, { signal: controller.signal });
+      // Cancel once the helper has searched a band of this fill.
+      while (patchSearchThread.stats.bands === before) await new Promise((resolve) => setTimeout(resolve, 5));
+      controller.abort();
+      await expect(cancelled).rejects.toMatchObject({ reason: "cancelled" });
+      const next = await new PatchMatchInpainter().inpaint(image, mask, {});
+      const alone = await new PatchMatchInpainter({ helperThread: false }).inpaint(image, mask, {});
+      expect(Buffer.compare(Buffer.from(next.data), Buffer.from(alone.data))).toBe(0);
+    });
   });
 });

@@ -3,6 +3,8 @@ import { EngineError } from "../engine-error";
 import { clamp, copyBytes, dilate, dilateAround } from "../pixels/mask-ops";
 import { seededRandom } from "../pixels/seeded-random";
 import { createCheckpoint } from "../work-checkpoint";
+import { CHANNELS, patchDistance, roundBands, type SearchField, type SearchLevel, searchBand, startRound } from "./patch-search";
+import { patchSearchThread } from "./patch-search-thread";
 
 /**
  * Exemplar-based inpainting: the hole is filled with patches copied from the
@@ -27,6 +29,10 @@ import { createCheckpoint } from "../work-checkpoint";
  *   what the best of them says at the two finest (a mean blurs texture);
  * - the match field is upsampled to the next level.
  *
+ * The search (patch-search.ts) holds most of the time; a large level's round
+ * is split in two bands, one searched in a helper thread
+ * (patch-search-thread.ts), with the same result as in one thread.
+ *
  * Large images are inpainted on a crop around the hole, reduced to at most
  * `workingPixels`; at full resolution, each hole pixel is then copied from
  * the full-resolution source its working-resolution match points to (blended
@@ -39,6 +45,11 @@ export interface PatchInpainterOptions {
   workingPixels?: number;
   /** Deterministic output for the same input. */
   seed?: number;
+  /**
+   * Search the second band of each large round in the helper thread (default
+   * true). The fill is the same without it, only slower where a core is free.
+   */
+  helperThread?: boolean;
   /**
    * The fill is made as if the hole were grown by this share of the square root
    * of its area (at least 1 pixel): past the object's soft edge, which a mask
@@ -86,34 +97,29 @@ const SIGMA_FACTOR = 0.3;
  * hole then converges to smooth patches; averaged gradient magnitudes survive
  * the downsampling, so "textured here" still steers the matching.
  */
-const CHANNELS = 5;
+// CHANNELS (patch-search.ts): R, G, B and the two features.
 // Measured on gravel, brick and a sky-over-structure photo: stronger weights
 // bring back more texture in irregular fills but start copying structures
 // (a pylon) into smooth areas; the features matter most at coarse levels.
 const FINE_TEXTURE_WEIGHT = 3;
 const COARSE_TEXTURE_WEIGHT = 6;
 
-/** A level of the pyramid: CHANNELS floats per pixel and the hole (1 = unknown). */
-interface Level {
-  width: number;
-  height: number;
-  values: Float32Array;
+/** A level of the pyramid: CHANNELS floats per pixel (shared with the helper thread) and the hole (1 = unknown). */
+interface Level extends SearchLevel {
   hole: Uint8Array;
-  /** Squared weight of the texture features in the patch distance at this level. */
-  textureWeight2: number;
   /** Pixels around the hole that are never a source (the object's rim), at this level's scale. */
   rim: number;
 }
 
-/** The nearest-neighbour field: for each target pixel, its source patch centre and distance. */
-interface Field {
+/** The nearest-neighbour field (patch-search.ts), its arrays shared with the helper thread. */
+interface Field extends SearchField {
   /** Where a whole patch lies outside the hole, per pixel, and the list of those pixels. */
   sources: Sources;
-  sourceX: Int32Array;
-  sourceY: Int32Array;
-  distance: Float32Array;
-  /** Pixels whose patch overlaps the hole, in scan order. */
-  targets: Int32Array;
+}
+
+/** A typed array over shared memory: the helper thread reads and writes it in place. */
+function shared<T>(Kind: { new (buffer: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }, length: number): T {
+  return new Kind(new SharedArrayBuffer(length * Kind.BYTES_PER_ELEMENT));
 }
 
 type Checkpoint = ReturnType<typeof createCheckpoint>;
@@ -124,6 +130,7 @@ export class PatchMatchInpainter implements Inpainter {
   private readonly seed: number;
   private readonly marginFactor: number;
   private readonly rimFactor: number;
+  private readonly helperThread: boolean;
 
   constructor(options: PatchInpainterOptions = {}) {
     this.radius = options.patchRadius ?? DEFAULT_PATCH_RADIUS;
@@ -131,12 +138,15 @@ export class PatchMatchInpainter implements Inpainter {
     this.seed = options.seed ?? 0x5eed;
     this.marginFactor = options.marginFactor ?? DEFAULT_MARGIN_FACTOR;
     this.rimFactor = options.rimFactor ?? DEFAULT_RIM_FACTOR;
+    this.helperThread = options.helperThread ?? true;
   }
 
   async inpaint(image: RgbaImage, given: GreyImage, context: WorkContext): Promise<RgbaImage> {
     const checkpoint = createCheckpoint(context.signal);
     const { mask, area, bounds } = growHole(given, this.marginFactor);
     if (!bounds) return { data: copyBytes(image.data), width: image.width, height: image.height };
+    // Started now, it is up by the large levels (a built thread starts in tens of ms), or the fill goes on without it.
+    if (this.helperThread) void patchSearchThread.start();
     const crop = contextCrop(bounds, image.width, image.height);
     const scale = Math.min(1, Math.sqrt(this.workingPixels / (crop.width * crop.height)));
     const base = makeWorkingLevel(image, mask, crop, scale, Math.ceil(this.rimFactor * Math.sqrt(area) * scale));
@@ -160,7 +170,7 @@ export class PatchMatchInpainter implements Inpainter {
       // more than 0.004 ghost, 0.1 tone or 0.01 texture: docs/engine.md#measured-figures).
       const rounds = index === 0 ? FINEST_LEVEL_ROUNDS : COARSE_LEVEL_ROUNDS;
       for (let round = 0; round < rounds; round++) {
-        await improveField(level, field, this.radius, random, round, checkpoint);
+        await searchRound(level, field, this.radius, random, round, checkpoint, this.helperThread);
         vote(level, field, this.radius, best);
       }
     }
@@ -226,7 +236,7 @@ function contextCrop(hole: Rect, width: number, height: number): Rect {
 function makeWorkingLevel(image: RgbaImage, mask: GreyImage, crop: Rect, scale: number, rim: number): Level {
   const width = Math.max(1, Math.round(crop.width * scale));
   const height = Math.max(1, Math.round(crop.height * scale));
-  const values = new Float32Array(width * height * CHANNELS);
+  const values = shared(Float32Array, width * height * CHANNELS);
   const weight = new Float32Array(width * height);
   const hole = new Uint8Array(width * height);
   // A pass over every pixel of the crop at full size: the working column of each crop column is looked up.
@@ -285,7 +295,28 @@ function addTextureFeatures(level: Level): void {
       raw[i * 2 + 1] = gradient(i, width, y > 0 && !hole[i - width], y < height - 1 && !hole[i + width]);
     }
   }
+  // The 5x5 window as a row of 5 then a column of 5 (a separable box): 10 reads a pixel, not 25.
   const radius = 2;
+  const rowSums = new Float64Array(width * height * 2);
+  const rowCounts = new Uint8Array(width * height);
+  for (let y = 0; y < height; y++) {
+    const row = y * width;
+    for (let x = 0; x < width; x++) {
+      let gx = 0;
+      let gy = 0;
+      let count = 0;
+      for (let nx = Math.max(0, x - radius); nx <= Math.min(width - 1, x + radius); nx++) {
+        const n = row + nx;
+        if (hole[n]) continue;
+        gx += raw[n * 2] as number;
+        gy += raw[n * 2 + 1] as number;
+        count++;
+      }
+      rowSums[(row + x) * 2] = gx;
+      rowSums[(row + x) * 2 + 1] = gy;
+      rowCounts[row + x] = count;
+    }
+  }
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
       const i = y * width + x;
@@ -293,17 +324,11 @@ function addTextureFeatures(level: Level): void {
       let gx = 0;
       let gy = 0;
       let count = 0;
-      for (let dy = -radius; dy <= radius; dy++) {
-        const ny = y + dy;
-        if (ny < 0 || ny >= height) continue;
-        for (let dx = -radius; dx <= radius; dx++) {
-          const nx = x + dx;
-          const n = ny * width + nx;
-          if (nx < 0 || nx >= width || hole[n]) continue;
-          gx += raw[n * 2] ?? 0;
-          gy += raw[n * 2 + 1] ?? 0;
-          count++;
-        }
+      for (let ny = Math.max(0, y - radius); ny <= Math.min(height - 1, y + radius); ny++) {
+        const n = ny * width + x;
+        gx += rowSums[n * 2] as number;
+        gy += rowSums[n * 2 + 1] as number;
+        count += rowCounts[n] as number;
       }
       values[i * CHANNELS + 3] = gx / count;
       values[i * CHANNELS + 4] = gy / count;
@@ -360,7 +385,7 @@ function holeThickness(level: Level): number {
 function halve(level: Level): Level {
   const width = Math.max(1, Math.floor(level.width / 2));
   const height = Math.max(1, Math.floor(level.height / 2));
-  const values = new Float32Array(width * height * CHANNELS);
+  const values = shared(Float32Array, width * height * CHANNELS);
   const hole = new Uint8Array(width * height);
   const sum = new Float32Array(CHANNELS);
   for (let y = 0; y < height; y++) {
@@ -402,7 +427,7 @@ function validSources(level: Level, radius: number): Sources {
   const holeMask = new Uint8Array(level.hole.length);
   for (let i = 0; i < holeMask.length; i++) holeMask[i] = level.hole[i] ? 255 : 0;
   const near = dilate(holeMask, width, height, radius + level.rim);
-  const valid = new Uint8Array(width * height);
+  const valid = shared(Uint8Array, width * height);
   const list: number[] = [];
   for (let y = radius; y < height - radius; y++) {
     for (let x = radius; x < width - radius; x++) {
@@ -537,19 +562,25 @@ function targetsOf(level: Level, radius: number): Int32Array {
   const holeMask = new Uint8Array(level.hole.length);
   for (let i = 0; i < holeMask.length; i++) holeMask[i] = level.hole[i] ? 255 : 0;
   const near = dilate(holeMask, level.width, level.height, radius);
-  const targets: number[] = [];
-  for (let i = 0; i < near.length; i++) if (near[i]) targets.push(i);
-  return Int32Array.from(targets);
+  let count = 0;
+  for (let i = 0; i < near.length; i++) if (near[i]) count++;
+  const targets = shared(Int32Array, count);
+  for (let i = 0, k = 0; i < near.length; i++) if (near[i]) targets[k++] = i;
+  return targets;
 }
 
 function emptyField(level: Level, radius: number): Field {
   const pixels = level.width * level.height;
+  const sources = validSources(level, radius);
   return {
-    sources: validSources(level, radius),
-    sourceX: new Int32Array(pixels).fill(-1),
-    sourceY: new Int32Array(pixels).fill(-1),
-    distance: new Float32Array(pixels).fill(Number.POSITIVE_INFINITY),
+    sources,
+    valid: sources.valid,
+    sourceX: shared(Int32Array, pixels).fill(-1),
+    sourceY: shared(Int32Array, pixels).fill(-1),
+    distance: shared(Float32Array, pixels).fill(Number.POSITIVE_INFINITY),
     targets: targetsOf(level, radius),
+    startX: shared(Int32Array, pixels),
+    startY: shared(Int32Array, pixels),
   };
 }
 
@@ -593,86 +624,39 @@ function assign(field: Field, level: Level, radius: number, target: number, sx: 
 }
 
 /**
- * Sum of squared colour differences between the patch at (x, y), clipped to
- * the image, and the patch at (sx, sy), which is always inside. Stops early
- * once over `limit`.
+ * One PatchMatch round over the level's targets, in bands (patch-search.ts):
+ * the second band of a large level in the helper thread when it is up and
+ * `useHelper`, else here after the first; the field is the same either way.
  */
-function patchDistance(level: Level, radius: number, x: number, y: number, sx: number, sy: number, limit: number): number {
-  const { width, height, values, textureWeight2 } = level;
-  let sum = 0;
-  for (let dy = -radius; dy <= radius; dy++) {
-    const ty = y + dy;
-    if (ty < 0 || ty >= height) continue;
-    const targetRow = ty * width;
-    const sourceRow = (sy + dy) * width;
-    for (let dx = -radius; dx <= radius; dx++) {
-      const tx = x + dx;
-      if (tx < 0 || tx >= width) continue;
-      const t = (targetRow + tx) * CHANNELS;
-      const s = (sourceRow + sx + dx) * CHANNELS;
-      const d0 = (values[t] ?? 0) - (values[s] ?? 0);
-      const d1 = (values[t + 1] ?? 0) - (values[s + 1] ?? 0);
-      const d2 = (values[t + 2] ?? 0) - (values[s + 2] ?? 0);
-      const d3 = (values[t + 3] ?? 0) - (values[s + 3] ?? 0);
-      const d4 = (values[t + 4] ?? 0) - (values[s + 4] ?? 0);
-      sum += d0 * d0 + d1 * d1 + d2 * d2 + textureWeight2 * (d3 * d3 + d4 * d4);
-    }
-    if (sum > limit) return sum;
-  }
-  return sum;
-}
-
-/** One PatchMatch pass: propagation from the two already-visited neighbours, then random search. */
-async function improveField(
+async function searchRound(
   level: Level,
   field: Field,
   radius: number,
   random: () => number,
   round: number,
   checkpoint: Checkpoint,
+  useHelper: boolean,
 ): Promise<void> {
-  const { width, height } = level;
-  const { targets, sourceX, sourceY, distance } = field;
-  const { valid } = field.sources;
-  // Alternate scan direction so good matches spread both ways.
-  const step = round % 2 === 0 ? 1 : -1;
-  const start = step === 1 ? 0 : targets.length - 1;
-  const maxRadius = Math.max(width, height);
-  const tryCandidate = (target: number, x: number, y: number, sx: number, sy: number) => {
-    if (sx < radius || sy < radius || sx >= width - radius || sy >= height - radius) return;
-    if (!valid[sy * width + sx]) return;
-    if (sx === sourceX[target] && sy === sourceY[target]) return;
-    const best = distance[target] ?? Number.POSITIVE_INFINITY;
-    const d = patchDistance(level, radius, x, y, sx, sy, best);
-    if (d < best) {
-      sourceX[target] = sx;
-      sourceY[target] = sy;
-      distance[target] = d;
-    }
-  };
-  for (let k = 0, n = start; k < targets.length; k++, n += step) {
-    if ((k & 1023) === 0) await checkpoint();
-    const target = targets[n] ?? 0;
-    const x = target % width;
-    const y = (target - x) / width;
-    // Propagation: a neighbour's match, shifted by one pixel, often fits here too.
-    const horizontal = target - step;
-    if (x - step >= 0 && x - step < width && (sourceX[horizontal] ?? -1) >= 0) {
-      tryCandidate(target, x, y, (sourceX[horizontal] ?? 0) + step, sourceY[horizontal] ?? 0);
-    }
-    const vertical = target - step * width;
-    if (y - step >= 0 && y - step < height && (sourceX[vertical] ?? -1) >= 0) {
-      tryCandidate(target, x, y, sourceX[vertical] ?? 0, (sourceY[vertical] ?? 0) + step);
-    }
-    // Random search around the current best at exponentially shrinking radii.
-    for (let r = maxRadius; r >= 1; r = Math.floor(r / 2)) {
-      const bx = sourceX[target] ?? 0;
-      const by = sourceY[target] ?? 0;
-      const sx = clamp(bx + Math.round((random() * 2 - 1) * r), radius, width - radius - 1);
-      const sy = clamp(by + Math.round((random() * 2 - 1) * r), radius, height - radius - 1);
-      tryCandidate(target, x, y, sx, sy);
-    }
-  }
+  const [own, other] = roundBands(field.targets.length, round % 2 === 0 ? 1 : -1, Math.floor(random() * 2 ** 32));
+  if (!own) return;
+  if (other) startRound(field);
+  const { width, height, values, textureWeight2 } = level;
+  const { valid, sourceX, sourceY, distance, targets, startX, startY } = field;
+  // Only the shared arrays go: the level's hole and the sources' list would be copied.
+  const helped =
+    other && useHelper
+      ? patchSearchThread.search({
+          level: { width, height, values, textureWeight2 },
+          field: { valid, sourceX, sourceY, distance, targets, startX, startY },
+          radius,
+          band: other,
+        })
+      : undefined;
+  await searchBand(level, field, radius, own, checkpoint);
+  if (!other) return;
+  const reply = await helped;
+  // Not helped, or the helper failed part way: this thread searches the band (a failure's field is still a valid one).
+  if (!reply?.ok) await searchBand(level, field, radius, other, checkpoint);
 }
 
 /**

@@ -30,4 +30,5 @@ export const THREAD_SCRIPTS = {
   "object-detector.worker": "vision/object-detector.worker",
   "face-detector.worker": "vision/face-detector.worker",
   "pose-keypoints.worker": "vision/pose-keypoints.worker",
+  "patch-search.worker": "inpainting/patch-search.worker",
 } as const;
