@@ -112,7 +112,10 @@ export class MinisamSegmenter implements PromptableSegmenter {
     }
     // Run at one size (1024²) for every removal and selection: its memory pattern (onnx-runner.ts).
     this.encoder = { path: encoder, memoryPattern: true };
-    this.decoder = { path: decoder, allOutputs: true };
+    // The decoder too, a few times per removal at one embedding size: under `pnpm start`'s glibc settings a prompt
+    // faulted in 59,800 pages (233 MB) and took 179 ms without it, 15,200 and 86 ms with it (56 ms and 1 fault
+    // under glibc's defaults either way; basketball.jpg at 1224 px, a box prompt, docs/engine.md).
+    this.decoder = { path: decoder, allOutputs: true, memoryPattern: true };
     this.runner = options.runner ?? sharedOnnxRunner();
   }
 
