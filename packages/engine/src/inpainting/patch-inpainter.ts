@@ -157,22 +157,26 @@ export class PatchMatchInpainter implements Inpainter {
     rowFillLevel(coarsest);
 
     let field: Field | undefined;
-    for (let index = levels.length - 1; index >= 0; index--) {
-      const level = levels[index] as Level;
-      field = field
-        ? upsampleField(field, levels[index + 1] as Level, level, this.radius, random)
-        : randomField(level, this.radius, random);
-      const best = index < BEST_PATCH_LEVELS;
-      if (index < levels.length - 1) vote(level, field, this.radius, best);
-      // Coarse levels are cheap and decide the structure: iterate more there. The finest level starts from
-      // the upsampled field and holds most of the work (two thirds of it at 3 rounds); a third round there
-      // moved no yardstick median (ghost 0.029 -> 0.028, tone -6.7 -> -6.8, texture 0.69 both; no photo by
-      // more than 0.004 ghost, 0.1 tone or 0.01 texture: docs/engine.md#measured-figures).
-      const rounds = index === 0 ? FINEST_LEVEL_ROUNDS : COARSE_LEVEL_ROUNDS;
-      for (let round = 0; round < rounds; round++) {
-        await searchRound(level, field, this.radius, random, round, checkpoint, this.helperThread);
-        vote(level, field, this.radius, best);
+    try {
+      for (let index = levels.length - 1; index >= 0; index--) {
+        const level = levels[index] as Level;
+        field = field
+          ? upsampleField(field, levels[index + 1] as Level, level, this.radius, random)
+          : randomField(level, this.radius, random);
+        const best = index < BEST_PATCH_LEVELS;
+        if (index < levels.length - 1) vote(level, field, this.radius, best);
+        // Coarse levels are cheap and decide the structure: iterate more there. The finest level starts from
+        // the upsampled field and holds most of the work (two thirds of it at 3 rounds); a third round there
+        // moved no yardstick median (ghost 0.029 -> 0.028, tone -6.7 -> -6.8, texture 0.69 both; no photo by
+        // more than 0.004 ghost, 0.1 tone or 0.01 texture: docs/engine.md#measured-figures).
+        const rounds = index === 0 ? FINEST_LEVEL_ROUNDS : COARSE_LEVEL_ROUNDS;
+        for (let round = 0; round < rounds; round++) {
+          await searchRound(level, field, this.radius, random, round, checkpoint, this.helperThread);
+          vote(level, field, this.radius, best);
+        }
       }
+    } finally {
+      if (this.helperThread) patchSearchThread.release();
     }
     const rim = Math.ceil(this.rimFactor * Math.sqrt(area));
     return composeFullResolution(image, given, mask, crop, bounds, base, field as Field, rim, checkpoint);

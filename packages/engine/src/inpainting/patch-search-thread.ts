@@ -9,6 +9,8 @@ export interface PatchSearchTask {
   radius: number;
   band: Band;
 }
+/** What the fill's thread sends: a band, or word that its fill is done with the arrays it shared. */
+export type PatchSearchMessage = PatchSearchTask | { release: true };
 export type PatchSearchReply = { ok: true } | { ok: false; message: string };
 
 const script = workerScript("patch-search.worker", import.meta.url);
@@ -76,8 +78,17 @@ export class PatchSearchThread {
     worker.ref();
     return new Promise((resolve) => {
       this.waiting = resolve;
-      worker.postMessage(task);
+      worker.postMessage(task satisfies PatchSearchMessage);
     });
+  }
+
+  /**
+   * A fill that handed bands to the thread is done: the thread lets go of its arrays. Without it, the thread
+   * held every fill's (the 12 MP memory bench at concurrency 2: 1053 MiB at the peak and 708 MiB idle, against
+   * 966 and 551 MiB without the helper).
+   */
+  release(): void {
+    this.worker?.postMessage({ release: true } satisfies PatchSearchMessage);
   }
 
   async close(): Promise<void> {
