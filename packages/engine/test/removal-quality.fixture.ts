@@ -16,6 +16,13 @@
  *   and grass below do not count as a difference. Clean: within ±12 levels.
  * - texture: the mean luminance gradient inside the hole over that in the ring. A flat
  *   or blurred fill is about 0.5 or less; one copied from the surroundings about 1.
+ * - outline: how much the hole's outline shows, which is what makes a silhouette seen
+ *   even where the tone and texture figures are right (a flat grey figure against a
+ *   dark doorway on one side and a light door on the other averages to the right tone).
+ *   The luminance is blurred over 7x7 pixels, so that texture counts for little and a
+ *   step in brightness for much; then the mean gradient of the blurred luminance on the
+ *   outline (2 pixels each side of it) over that in the ring. A fill that continues its
+ *   surroundings is about 1, each step along the outline adds to it.
  * - outside: the mean absolute difference (RGB levels) outside the area the engine may
  *   change (the mask as the engine widens it, and a little more): should be about 0.
  */
@@ -24,7 +31,7 @@ import sharp from "sharp";
 import type { GreyImage, ImageEngine, RgbaImage } from "../src/engine.ports";
 import { EngineError } from "../src/engine-error";
 import { decodeImage } from "../src/pixels/image-codec";
-import { dilate } from "../src/pixels/mask-ops";
+import { dilate, erode } from "../src/pixels/mask-ops";
 import { loadMatte, loadPhoto } from "./real-photos.fixture";
 
 const fixtures = new URL("./fixtures/", import.meta.url);
@@ -122,6 +129,8 @@ export interface RemovalScore {
   tone: number;
   /** Mean gradient inside the hole over that in the ring. */
   texture: number;
+  /** Mean gradient of the 7x7-blurred luminance on the hole's outline over that in the ring; about 1 when it does not show. */
+  outline: number;
   /** Mean absolute RGB difference outside what the engine may change. */
   outside: number;
 }
@@ -197,6 +206,48 @@ function meanGradient(values: Float32Array, region: Uint8Array, width: number, h
   return count === 0 ? 0 : sum / count;
 }
 
+/** The mean of each pixel's (2r+1)^2 window, clipped to the picture: a separable box. */
+function boxBlur(values: Float32Array, width: number, height: number, radius: number): Float32Array {
+  const rows = new Float32Array(values.length);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      let sum = 0;
+      let count = 0;
+      for (let nx = Math.max(0, x - radius); nx <= Math.min(width - 1, x + radius); nx++, count++)
+        sum += values[y * width + nx] ?? 0;
+      rows[y * width + x] = sum / count;
+    }
+  }
+  const out = new Float32Array(values.length);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      let sum = 0;
+      let count = 0;
+      for (let ny = Math.max(0, y - radius); ny <= Math.min(height - 1, y + radius); ny++, count++)
+        sum += rows[ny * width + x] ?? 0;
+      out[y * width + x] = sum / count;
+    }
+  }
+  return out;
+}
+
+/** Mean of |dx| + |dy| (central differences) over the pixels of `region`, away from the picture's edge. */
+function meanCentralGradient(values: Float32Array, region: Uint8Array, width: number, height: number): number {
+  let sum = 0;
+  let count = 0;
+  for (let y = 1; y < height - 1; y++) {
+    for (let x = 1; x < width - 1; x++) {
+      const i = y * width + x;
+      if (!region[i]) continue;
+      sum +=
+        Math.abs((values[i + 1] ?? 0) - (values[i - 1] ?? 0)) / 2 +
+        Math.abs((values[i + width] ?? 0) - (values[i - width] ?? 0)) / 2;
+      count++;
+    }
+  }
+  return count === 0 ? 0 : sum / count;
+}
+
 /**
  * Scores a removal. `hole` is what the engine fills (the user's mask as the engine
  * widens it); the ring is as wide as a tenth of the object's size, at least 6 pixels.
@@ -251,11 +302,17 @@ export function scoreRemoval(original: RgbaImage, result: RgbaImage, object: Gre
   }
 
   const ringGradient = meanGradient(after, ring, width, height);
+  // The outline: 2 pixels each side of the hole's edge; against the same ring, both on the blurred luminance.
+  const blurred = boxBlur(after, width, height, 3);
+  const inner = erode(hole.data, width, height, 2);
+  const outlineBand = seam.map((value, i) => (value && !inner[i] ? 1 : 0));
+  const ringBlurredGradient = meanCentralGradient(blurred, ring, width, height);
   return {
     masked: holeArea / (width * height),
     ghost: pearson(rowDetrended(after, object.data, width), rowDetrended(before, object.data, width), object.data),
     tone: weights === 0 ? 0 : weighted / weights,
     texture: ringGradient === 0 ? 0 : meanGradient(after, hole.data, width, height) / ringGradient,
+    outline: ringBlurredGradient === 0 ? 0 : meanCentralGradient(blurred, outlineBand, width, height) / ringBlurredGradient,
     outside: outsideCount === 0 ? 0 : outsideSum / (3 * outsideCount),
   };
 }

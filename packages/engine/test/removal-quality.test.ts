@@ -1,7 +1,11 @@
+import { readFile } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
+import { decodeImage } from "../src/pixels/image-codec";
+import { dilate } from "../src/pixels/mask-ops";
 import { createImageEngine } from "../src/workflows/engine";
 import { widenUserMask } from "../src/workflows/object-removal";
-import { loadRemovalCase, removeMarked, scoreRemoval } from "./removal-quality.fixture";
+import { loadPhoto } from "./real-photos.fixture";
+import { loadReference, loadRemovalCase, removeMarked, scoreRemoval } from "./removal-quality.fixture";
 
 /**
  * A person removed from a real photograph with a hand-checked mask (the reference
@@ -47,5 +51,42 @@ describe("object removal with a user's mask on real photographs", () => {
     expect(score.texture).toBeGreaterThan(0.65);
     expect(score.texture).toBeLessThan(1.3);
     expect(score.outside).toBe(0);
+  });
+});
+
+describe("the yardstick's outline figure", () => {
+  it("is about 1 where nothing was changed, and flags a flat figure of the right mean tone", async () => {
+    // Untouched: an elliptic hole over gravel, the result the original.
+    const gravel = await decodeImage(await readFile(new URL("./fixtures/gravel.jpg", import.meta.url)));
+    const ellipse = new Uint8Array(gravel.width * gravel.height);
+    for (let y = 0; y < gravel.height; y++) {
+      for (let x = 0; x < gravel.width; x++)
+        if ((x - 160) ** 2 + ((y - 128) * 1.4) ** 2 < 60 ** 2) ellipse[y * gravel.width + x] = 255;
+    }
+    const hole = { data: ellipse, width: gravel.width, height: gravel.height };
+    const untouched = scoreRemoval(gravel, gravel, hole, hole);
+    expect(untouched.outline).toBeGreaterThan(0.8);
+    expect(untouched.outline).toBeLessThan(1.3);
+
+    // The silhouette the service left on basketball.jpg: the left player filled with one grey, the mean of the
+    // pixels around him, so that the tone figure is near 0 and only the outline says what a person sees.
+    const photo = await decodeImage(await loadPhoto("basketball"));
+    const player = await loadReference("objects/basketball-left");
+    const filled = dilate(player.data, photo.width, photo.height, 3);
+    const around = dilate(filled, photo.width, photo.height, 20);
+    const mean = [0, 0, 0];
+    let count = 0;
+    for (let i = 0; i < filled.length; i++) {
+      if (filled[i] || !around[i]) continue;
+      for (let c = 0; c < 3; c++) mean[c] = (mean[c] ?? 0) + (photo.data[i * 4 + c] ?? 0);
+      count++;
+    }
+    const flat = { ...photo, data: Uint8Array.from(photo.data) };
+    for (let i = 0; i < filled.length; i++) {
+      if (filled[i]) for (let c = 0; c < 3; c++) flat.data[i * 4 + c] = Math.round((mean[c] ?? 0) / count);
+    }
+    const figure = scoreRemoval(photo, flat, player, { data: filled, width: photo.width, height: photo.height });
+    expect(Math.abs(figure.tone)).toBeLessThanOrEqual(12);
+    expect(figure.outline).toBeGreaterThan(1.5);
   });
 });
