@@ -137,6 +137,30 @@ describe("PatchMatchInpainter", () => {
       expect(Buffer.compare(Buffer.from(helped.data), Buffer.from(alone.data))).toBe(0);
     });
 
+    it("finishes in its own thread when the helper goes away part way, and the next fill starts a new helper", async () => {
+      const { image, mask } = await gravelWithHole();
+      await patchSearchThread.start();
+      const before = patchSearchThread.stats;
+      const fill = new PatchMatchInpainter().inpaint(image, mask, {});
+      // Close the helper once it has searched a band of this fill: the band it was given next is never answered.
+      while (patchSearchThread.stats.bands === before.bands) await new Promise((resolve) => setTimeout(resolve, 5));
+      await patchSearchThread.close();
+      const filled = await fill;
+      expect(filled.width).toBe(image.width);
+      let changed = 0;
+      for (let i = 0; i < mask.data.length; i++) if (mask.data[i] && filled.data[i * 4] !== image.data[i * 4]) changed++;
+      expect(changed).toBeGreaterThan(0);
+      // The next fill starts the helper again and is helped.
+      await new PatchMatchInpainter().inpaint(image, mask, {});
+      await patchSearchThread.start();
+      const afterRestart = patchSearchThread.stats;
+      expect(afterRestart.starts).toBe(before.starts + 1);
+      const helped = await new PatchMatchInpainter().inpaint(image, mask, {});
+      expect(patchSearchThread.stats.bands).toBeGreaterThan(afterRestart.bands);
+      const alone = await new PatchMatchInpainter({ helperThread: false }).inpaint(image, mask, {});
+      expect(Buffer.compare(Buffer.from(helped.data), Buffer.from(alone.data))).toBe(0);
+    });
+
     it("stops when cancelled part way through a helped fill, and the next fill is whole", async () => {
       const { image, mask } = await gravelWithHole();
       await patchSearchThread.start();
