@@ -153,7 +153,9 @@ function searchTargets(
 /**
  * Sum of squared colour differences between the patch at (x, y), clipped to
  * the image, and the patch at (sx, sy), which is always inside. Stops early
- * once over `limit`.
+ * once over `limit`. A target patch wholly inside the image (nearly every one)
+ * is read as runs of values, without clipping per pixel; the sum is the same,
+ * term by term in the same order.
  */
 export function patchDistance(
   level: SearchLevel,
@@ -164,12 +166,19 @@ export function patchDistance(
   sy: number,
   limit: number,
 ): number {
-  const { width, height } = level;
-  if (x >= radius && y >= radius && x < width - radius && y < height - radius) {
-    return wholePatchDistance(level, radius, x, y, sx, sy, limit);
-  }
-  const { values, textureWeight2 } = level;
+  const { width, height, values, textureWeight2 } = level;
   let sum = 0;
+  if (x >= radius && y >= radius && x < width - radius && y < height - radius) {
+    const run = (2 * radius + 1) * CHANNELS;
+    const stride = width * CHANNELS;
+    let t = ((y - radius) * width + x - radius) * CHANNELS;
+    let s = ((sy - radius) * width + sx - radius) * CHANNELS;
+    for (let row = -radius; row <= radius; row++, t += stride, s += stride) {
+      for (let k = 0; k < run; k += CHANNELS) sum += pixelDistance(values, t + k, s + k, textureWeight2);
+      if (sum > limit) return sum;
+    }
+    return sum;
+  }
   for (let dy = -radius; dy <= radius; dy++) {
     const ty = y + dy;
     if (ty < 0 || ty >= height) continue;
@@ -180,33 +189,6 @@ export function patchDistance(
       if (tx < 0 || tx >= width) continue;
       sum += pixelDistance(values, (targetRow + tx) * CHANNELS, (sourceRow + sx + dx) * CHANNELS, textureWeight2);
     }
-    if (sum > limit) return sum;
-  }
-  return sum;
-}
-
-/**
- * patchDistance for a target patch that lies wholly inside the image, nearly
- * every one: no clipping per pixel, each patch row one run of values; the sum
- * is the same, term by term in the same order.
- */
-function wholePatchDistance(
-  level: SearchLevel,
-  radius: number,
-  x: number,
-  y: number,
-  sx: number,
-  sy: number,
-  limit: number,
-): number {
-  const { width, values, textureWeight2 } = level;
-  const run = (2 * radius + 1) * CHANNELS;
-  const stride = width * CHANNELS;
-  let t = ((y - radius) * width + x - radius) * CHANNELS;
-  let s = ((sy - radius) * width + sx - radius) * CHANNELS;
-  let sum = 0;
-  for (let row = -radius; row <= radius; row++, t += stride, s += stride) {
-    for (let k = 0; k < run; k += CHANNELS) sum += pixelDistance(values, t + k, s + k, textureWeight2);
     if (sum > limit) return sum;
   }
   return sum;
