@@ -67,6 +67,23 @@ export interface EditResult {
    * detections the segmenter did not confirm in a removal that went ahead without them.
    */
   notes?: string[];
+  /** Where the edit's time went, stage by stage in order (the job's log and the worker's metrics). */
+  stages?: StageTiming[];
+}
+
+/**
+ * The stages of an edit, each timed from the end of the one before: the early
+ * detection (an object removal's detector and segmenter's encoder, side by
+ * side), the decode, the hole of an object removal, the workflow's own work
+ * (the cut-out, the fill, the hosted call), and the encode (with the
+ * collection of the edit's garbage before it).
+ */
+export const EDIT_STAGES = ["detect", "decode", "mask", "edit", "encode"] as const;
+export type EditStage = (typeof EDIT_STAGES)[number];
+
+export interface StageTiming {
+  stage: EditStage;
+  ms: number;
 }
 
 /** Which hosted model made an edit, for the job's record. */
@@ -129,6 +146,8 @@ export interface WorkContext {
   recordProvider?: (record: ProviderRecord) => void;
   /** A step reports here what it left out on its own judgement (EditResult.notes). */
   recordNote?: (note: string) => void;
+  /** A step reports here that a stage of the edit ended (EditResult.stages): an object remover, once its hole is made. */
+  endStage?: (stage: EditStage) => void;
 }
 
 export interface BackgroundRemover {

@@ -92,15 +92,25 @@ describe("detections the segmenter drops are said", () => {
     });
   }, 60_000);
 
-  it("a removal that goes ahead without a dropped detection says so in the result's notes, for the job's log", async () => {
+  it("a removal that goes ahead without a dropped detection says so in the result's notes, and where its time went, for the job's log", async () => {
     // basketball.jpg: the detector sees seven "remotes" (small boxes on the wall and the shirt) and one more
     // whose box is the right player's, where "person" scores higher; that one is left out.
     const engine = createImageEngine({ onnxRunner: runner });
+    const started = performance.now();
     const result = await engine.edit({ image: await loadPhoto("basketball"), prompt: "remove all the remotes", format: "png" });
+    const elapsed = performance.now() - started;
     expect(result.workflow).toBe("object_removal");
     // Before, the result carried nothing of it.
     expect(result.notes).toEqual([
       "Object removal: a remote-shaped detection was not taken (the same box is more likely a person).",
     ]);
+    // Each stage once, in the order the edit ran them; together no more than the whole edit.
+    const stages = result.stages ?? [];
+    expect(stages.map(({ stage }) => stage)).toEqual(["detect", "decode", "mask", "edit", "encode"]);
+    for (const { ms } of stages) expect(ms).toBeGreaterThanOrEqual(0);
+    // The detector's pass and the fill are never instant; each figure is rounded to the millisecond.
+    expect(stages.find(({ stage }) => stage === "detect")?.ms).toBeGreaterThan(0);
+    expect(stages.find(({ stage }) => stage === "edit")?.ms).toBeGreaterThan(0);
+    expect(stages.reduce((sum, { ms }) => sum + ms, 0)).toBeLessThanOrEqual(elapsed + stages.length);
   }, 120_000);
 });

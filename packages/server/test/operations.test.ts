@@ -112,6 +112,7 @@ describe("/metrics", () => {
     expect(Object.fromEntries([...types].filter(([name]) => name.startsWith("retouch_")))).toEqual({
       retouch_http_request_duration_seconds: "histogram",
       retouch_job_duration_seconds: "histogram",
+      retouch_job_stage_seconds: "histogram",
       retouch_webhook_attempts_total: "counter",
       retouch_model_load_seconds: "histogram",
       retouch_model_session_load_seconds: "histogram",
@@ -147,6 +148,11 @@ describe("/metrics", () => {
       sampleValue(after, name, labels) - sampleValue(before, name, labels);
     expect(delta("retouch_job_duration_seconds_count", { workflow, outcome: "done" })).toBe(1);
     expect(sampleValue(after, "retouch_job_duration_seconds_sum", { workflow, outcome: "done" })).toBeGreaterThan(0);
+    // Its edit, stage by stage: a sepia tone is decoded, edited and encoded; nothing is detected or masked.
+    for (const stage of ["decode", "edit", "encode"]) {
+      expect(delta("retouch_job_stage_seconds_count", { workflow, stage }), stage).toBe(1);
+    }
+    for (const stage of ["detect", "mask"]) expect(delta("retouch_job_stage_seconds_count", { workflow, stage }), stage).toBe(0);
     expect(delta("retouch_webhook_attempts_total", { outcome: "retry" })).toBe(1);
     expect(delta("retouch_webhook_attempts_total", { outcome: "delivered" })).toBe(1);
     // The submission's request, by its route pattern.

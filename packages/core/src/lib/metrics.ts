@@ -47,6 +47,7 @@ export class RetouchMetrics {
   readonly registry = new Registry();
   readonly httpRequestDuration: Histogram<"method" | "route" | "status">;
   readonly jobDuration: Histogram<"workflow" | "outcome">;
+  readonly jobStageDuration: Histogram<"workflow" | "stage">;
   readonly webhookAttempts: Counter<"outcome">;
   readonly modelLoadDuration: Histogram<"model" | "task">;
   readonly modelSessionLoadDuration: Histogram<"model">;
@@ -67,6 +68,13 @@ export class RetouchMetrics {
       name: "retouch_job_duration_seconds",
       help: "Image jobs settled by this worker, by workflow and outcome (done or error): time from the claim to settlement.",
       labelNames: ["workflow", "outcome"],
+      buckets: JOB_BUCKETS,
+      registers,
+    });
+    this.jobStageDuration = new Histogram({
+      name: "retouch_job_stage_seconds",
+      help: "The stages of the edits of done jobs, by workflow and stage (the engine's EDIT_STAGES: detect, decode, mask, edit, encode).",
+      labelNames: ["workflow", "stage"],
       buckets: JOB_BUCKETS,
       registers,
     });

@@ -23,8 +23,11 @@ export interface ImageProcessorDependencies {
   onSettled(job: SettledJob): Promise<void>;
   /** The queue's id of this process (JobQueue.workerId): claims of a dead worker are then freed with its queue locks. */
   workerId?: string;
-  /** Times each job this worker settles, by workflow and outcome (retouch_job_duration_seconds). */
-  metrics?: Pick<RetouchMetrics, "jobDuration">;
+  /**
+   * Times each job this worker settles, by workflow and outcome (retouch_job_duration_seconds), and the
+   * stages of each done one's edit (retouch_job_stage_seconds).
+   */
+  metrics?: Pick<RetouchMetrics, "jobDuration" | "jobStageDuration">;
 }
 
 /**
@@ -118,10 +121,15 @@ export class ImageProcessor {
           ...(result.provider ? { provider: result.provider.name, model: result.provider.model } : {}),
           // What the engine left out on its own judgement (a detection the segmenter did not confirm).
           ...(result.notes?.length ? { notes: result.notes } : {}),
+          // Where the edit's time went: { detect, decode, mask, edit, encode } in ms, as far as it had them.
+          ...(result.stages ? { stages: Object.fromEntries(result.stages.map(({ stage, ms }) => [stage, ms])) } : {}),
         },
         "job done",
       );
       this.observe(job, "done", started);
+      for (const { stage, ms } of result.stages ?? []) {
+        this.deps.metrics?.jobStageDuration.observe({ workflow: job.workflow, stage }, ms / 1000);
+      }
       await this.afterSettle(settled);
     } catch (error) {
       const failure = jobFailureFromError(error, { timedOut, stage });

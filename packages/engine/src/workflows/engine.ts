@@ -5,6 +5,7 @@ import type {
   Detection,
   EditRequest,
   EditResult,
+  EditStage,
   FaceDetector,
   GenerativeEditor,
   GreyImage,
@@ -18,6 +19,7 @@ import type {
   ProviderRecord,
   RgbaImage,
   SaliencyModelKind,
+  StageTiming,
   WorkContext,
 } from "../engine.ports";
 import { isOutputFormat, OUTPUT_FORMATS, outputFormatFor } from "../engine.ports";
@@ -363,6 +365,25 @@ interface EngineParts {
   provider: GenerativeProvider | undefined;
 }
 
+/** Times the edit's stages (EditResult.stages): each end closes the stage begun when the last one ended. */
+interface StageClock {
+  readonly stages: StageTiming[];
+  end(stage: EditStage): void;
+}
+
+function stageClock(): StageClock {
+  const stages: StageTiming[] = [];
+  let since = performance.now();
+  return {
+    stages,
+    end: (stage) => {
+      const now = performance.now();
+      stages.push({ stage, ms: Math.round(now - since) });
+      since = now;
+    },
+  };
+}
+
 interface Produced {
   output: RgbaImage;
   format: OutputFormat;
@@ -396,10 +417,11 @@ class BuiltInImageEngine implements ImageEngine {
     }
     throwIfCancelled(signal);
     const plan = this.planFor(request);
+    const clock = stageClock();
     const { output, format, provider, notes } =
       plan.executor === "provider" && this.parts.provider
-        ? await this.byProvider(this.parts.provider, request, plan.route)
-        : await this.produce(request, plan.route);
+        ? await this.byProvider(this.parts.provider, request, plan.route, clock)
+        : await this.produce(request, plan.route, clock);
     // The decoded input and every buffer of the workflow are garbage once produce() has returned.
     if (this.parts.collectGarbage) {
       this.parts.collectGarbage();
@@ -408,6 +430,7 @@ class BuiltInImageEngine implements ImageEngine {
     }
     throwIfCancelled(signal);
     const encoded = await encodeImage(output, format, request.quality ?? DEFAULT_QUALITY);
+    clock.end("encode");
     return {
       image: encoded.data,
       format: encoded.format,
@@ -416,6 +439,7 @@ class BuiltInImageEngine implements ImageEngine {
       workflow: plan.workflow,
       ...(provider ? { provider } : {}),
       ...(notes?.length ? { notes } : {}),
+      stages: clock.stages,
     };
   }
 
@@ -444,7 +468,7 @@ class BuiltInImageEngine implements ImageEngine {
   }
 
   /** Decodes and runs the workflow: the picture to encode and its format. */
-  private async produce(request: EditRequest, route: PlannedEdit["route"]): Promise<Produced> {
+  private async produce(request: EditRequest, route: PlannedEdit["route"], clock: StageClock): Promise<Produced> {
     const { signal } = request;
     // A hosted background or object remover that made part of the edit says so here, for the result's record.
     const made: { provider?: ProviderRecord } = {};
@@ -452,6 +476,7 @@ class BuiltInImageEngine implements ImageEngine {
     const context: WorkContext = {
       signal,
       recordNote: (note) => notes.push(note),
+      endStage: clock.end,
       recordProvider: (record) => {
         // Two calls in one edit (a cut-out, then a blurred background): one record, the waits added.
         made.provider = made.provider ? { ...record, latencyMs: made.provider.latencyMs + record.latencyMs } : record;
@@ -474,6 +499,7 @@ class BuiltInImageEngine implements ImageEngine {
           earlySegmenter?.embedEncoded(request.image, maxPixels, context),
         ])
       : [];
+    if (detectFirst) clock.end("detect");
     try {
       return await this.produceDetected(request, route, context, made, notes, early, embedding);
     } finally {
@@ -498,6 +524,7 @@ class BuiltInImageEngine implements ImageEngine {
     if (early?.pose) pose?.adopt(image, early.pose);
     if (embedding) earlySegmenter?.remember(image, embedding);
     const mask = request.mask ? await decodeMask(request.mask, image.width, image.height, maxPixels) : undefined;
+    context.endStage?.("decode");
     throwIfCancelled(signal);
 
     let output: RgbaImage;
@@ -532,6 +559,7 @@ class BuiltInImageEngine implements ImageEngine {
         );
         break;
     }
+    context.endStage?.("edit");
     const format = outputFormatFor(route.workflow, request.format);
     return { output, format, ...(made.provider ? { provider: made.provider } : {}), ...(notes.length ? { notes } : {}) };
   }
@@ -541,12 +569,18 @@ class BuiltInImageEngine implements ImageEngine {
    * when the built-in engine cannot do all of it); the engine's encoder still
    * decides format and quality, and a background removal stays PNG.
    */
-  private async byProvider(provider: GenerativeProvider, request: EditRequest, route: PlannedEdit["route"]): Promise<Produced> {
+  private async byProvider(
+    provider: GenerativeProvider,
+    request: EditRequest,
+    route: PlannedEdit["route"],
+    clock: StageClock,
+  ): Promise<Produced> {
     const { maxPixels } = this.parts;
     const image = await decodeImage(request.image, maxPixels);
     const mask: GreyImage | undefined = request.mask
       ? await decodeMask(request.mask, image.width, image.height, maxPixels)
       : undefined;
+    clock.end("decode");
     throwIfCancelled(request.signal);
     const { image: output, latencyMs } = await provider.edit(
       {
@@ -560,6 +594,7 @@ class BuiltInImageEngine implements ImageEngine {
       },
       { signal: request.signal },
     );
+    clock.end("edit");
     const format = outputFormatFor(route.workflow, request.format);
     return { output, format, provider: { name: provider.name, model: provider.model, latencyMs } };
   }

@@ -105,6 +105,7 @@ export class DetectAndInpaintRemover implements ObjectRemover {
       );
     }
     throwIfCancelled(context.signal);
+    context.endStage?.("mask");
     const filled = await this.inpainter.inpaint(image, mask, context);
     return { image: filled, hole: mask, ...(removal ? { removal } : {}) };
   }
