@@ -24,7 +24,15 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import sharp from "sharp";
 import { MALLOC_SETTINGS, withMallocSettings } from "../../server/scripts/malloc-settings.mjs";
-import type { Box, Detection, ObjectDetector, RgbaImage, WorkContext } from "../src/engine.ports";
+import {
+  type Box,
+  type Detection,
+  EDIT_STAGES,
+  type EditStage,
+  type ObjectDetector,
+  type RgbaImage,
+  type WorkContext,
+} from "../src/engine.ports";
 import { PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
 import { decodeImage, decodeScaled, decodeSquare, encodeImage } from "../src/pixels/image-codec";
 import { EnginePool } from "../src/runtime/engine-pool";
@@ -214,19 +222,23 @@ type RemovalHole = Awaited<ReturnType<DetectAndInpaintRemover["maskFromDetection
 /**
  * Child mode (`--service FILE PROMPT RUNS`): the whole edit as the service runs it, bundled
  * JavaScript through an EnginePool of one thread (its vision and inference threads warm after
- * the first edit, as in a worker taking jobs); prints the times as a JSON line.
+ * the first edit, as in a worker taking jobs); prints the times, and each stage's as the edit
+ * reports them (EditResult.stages, what the worker logs), as a JSON line.
  */
 async function timeAsService(file: string, prompt: string, runs: number): Promise<void> {
   const bytes = await readFile(file);
   const pool = new EnginePool(1, {}, { warn: () => {} });
   const times: number[] = [];
+  const stages: Partial<Record<EditStage, number[]>> = {};
   for (let run = 0; run <= runs; run++) {
     const started = performance.now();
-    await pool.edit({ image: bytes, prompt });
-    if (run > 0) times.push(performance.now() - started);
+    const result = await pool.edit({ image: bytes, prompt });
+    if (run === 0) continue;
+    times.push(performance.now() - started);
+    for (const { stage, ms } of result.stages ?? []) stages[stage] = [...(stages[stage] ?? []), ms];
   }
   await pool.close();
-  console.log(JSON.stringify({ times, load: os.loadavg()[0] ?? 0 }));
+  console.log(JSON.stringify({ times, stages, load: os.loadavg()[0] ?? 0 }));
 }
 
 /**
@@ -246,8 +258,8 @@ async function asService(runs: number): Promise<void> {
   console.log(
     "\n### The whole edit as the service runs it: bundled, through an EnginePool of 1 (vision and inference threads warm)\n",
   );
-  console.log("| Subject | Allocator | Median | Runs | 1-minute load average after |");
-  console.log("|---|---|---|---|---|");
+  console.log("| Subject | Allocator | Median | Runs | Median by stage | 1-minute load average after |");
+  console.log("|---|---|---|---|---|---|");
   for (const subject of subjects()) {
     const file = path.join(directory, `${subject.term.replaceAll(" ", "-")}.jpg`);
     await writeFile(file, await subject.bytes());
@@ -256,10 +268,18 @@ async function asService(runs: number): Promise<void> {
         env,
         encoding: "utf8",
       });
-      const { times, load } = JSON.parse(output.trim().split("\n").pop() ?? "{}") as { times: number[]; load: number };
+      const { times, stages, load } = JSON.parse(output.trim().split("\n").pop() ?? "{}") as {
+        times: number[];
+        stages: Partial<Record<EditStage, number[]>>;
+        load: number;
+      };
       const all = times.map((ms) => (ms / 1000).toFixed(2)).join(", ");
+      const byStage = EDIT_STAGES.flatMap((stage) => {
+        const values = stages[stage];
+        return values ? [`${stage} ${Math.round(median(values))} ms`] : [];
+      }).join(", ");
       console.log(
-        `| ${subject.name}, "${subject.prompt}" | ${name} | **${(median(times) / 1000).toFixed(2)} s** | ${all} s | ${load.toFixed(2)} |`,
+        `| ${subject.name}, "${subject.prompt}" | ${name} | **${(median(times) / 1000).toFixed(2)} s** | ${all} s | ${byStage} | ${load.toFixed(2)} |`,
       );
     }
   }
