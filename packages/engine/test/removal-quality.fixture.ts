@@ -208,24 +208,23 @@ function meanGradient(values: Float32Array, region: Uint8Array, width: number, h
 
 /** The mean of each pixel's (2r+1)^2 window, clipped to the picture: a separable box. */
 function boxBlur(values: Float32Array, width: number, height: number, radius: number): Float32Array {
-  const rows = new Float32Array(values.length);
-  for (let y = 0; y < height; y++) {
-    for (let x = 0; x < width; x++) {
-      let sum = 0;
-      let count = 0;
-      for (let nx = Math.max(0, x - radius); nx <= Math.min(width - 1, x + radius); nx++, count++)
-        sum += values[y * width + nx] ?? 0;
-      rows[y * width + x] = sum / count;
-    }
-  }
+  return boxAlong(boxAlong(values, width, height, radius, false), width, height, radius, true);
+}
+
+/** The mean of each pixel's 2r+1 neighbours along its row (or column), clipped to the picture. */
+function boxAlong(values: Float32Array, width: number, height: number, radius: number, vertical: boolean): Float32Array {
   const out = new Float32Array(values.length);
+  const length = vertical ? height : width;
+  const stride = vertical ? width : 1;
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
+      const i = y * width + x;
+      const at = vertical ? y : x;
       let sum = 0;
       let count = 0;
-      for (let ny = Math.max(0, y - radius); ny <= Math.min(height - 1, y + radius); ny++, count++)
-        sum += rows[ny * width + x] ?? 0;
-      out[y * width + x] = sum / count;
+      for (let k = Math.max(0, at - radius); k <= Math.min(length - 1, at + radius); k++, count++)
+        sum += values[i + (k - at) * stride] ?? 0;
+      out[i] = sum / count;
     }
   }
   return out;

@@ -121,7 +121,7 @@ export class ImageProcessor {
           ...(result.provider ? { provider: result.provider.name, model: result.provider.model } : {}),
           // What the engine left out on its own judgement (a detection the segmenter did not confirm).
           ...(result.notes?.length ? { notes: result.notes } : {}),
-          // Where the edit's time went: { detect, decode, mask, edit, encode } in ms, as far as it had them.
+          // Where the edit's time went, in ms by stage (EditResult.stages).
           ...(result.stages ? { stages: Object.fromEntries(result.stages.map(({ stage, ms }) => [stage, ms])) } : {}),
         },
         "job done",
