@@ -1,6 +1,7 @@
 /**
  * The removal part of `pnpm quality` (run after real-photos.quality.ts, which takes the photo names; alone with
- * `pnpm --filter @retouch/engine quality:removal [--max-side N] [PHOTO ...]`): each photo
+ * `pnpm --filter @retouch/engine quality:removal [--max-side N] [PHOTO ...]`; `--inpainting-model FILE
+ * --inpainting-kind migan|lama` fills with that model instead of PatchMatch): each photo
  * whose reference matte is one person or a clear object has that object removed with
  * the matte, dilated a little, as the user's mask, through the engine as a job runs it
  * (the default engine: PatchMatch fills). Prints per photo the yardstick of
@@ -29,7 +30,9 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import sharp from "sharp";
 import { EngineError } from "../src/engine-error";
+import { OnnxInpainter } from "../src/inpainting/inpainting.onnx";
 import { PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
+import { INPAINTING_MODEL_KINDS, type InpaintingModelKind } from "../src/models/model-catalog";
 import { decodeImage } from "../src/pixels/image-codec";
 import { routePrompt } from "../src/prompts/prompt-router";
 import { HumanObjectDetector } from "../src/vision/object-detector.human";
@@ -56,16 +59,23 @@ const { values, positionals } = parseArgs({
     out: { type: "string" },
     "no-pose": { type: "boolean" },
     "instructions-only": { type: "boolean" },
+    /** A learned inpainter's .onnx file to fill with instead of PatchMatch, and its kind (lama or migan). */
+    "inpainting-model": { type: "string" },
+    "inpainting-kind": { type: "string", default: "migan" },
   },
   allowPositionals: true,
 });
 const maxSide = values["max-side"] ? Number(values["max-side"]) : Number.POSITIVE_INFINITY;
 const names = positionals.filter((name) => REMOVAL_PHOTOS.includes(name));
 const photos = values["instructions-only"] ? [] : names.length ? names : REMOVAL_PHOTOS;
-const engine = createImageEngine();
+const inpaintingModel = values["inpainting-model"]
+  ? { path: path.resolve(values["inpainting-model"]), kind: inpaintingKind(values["inpainting-kind"]) }
+  : undefined;
+const fillName = inpaintingModel ? `${path.basename(inpaintingModel.path)} (${inpaintingModel.kind})` : "PatchMatch";
+const engine = createImageEngine(inpaintingModel ? { inpaintingModel } : {});
 
 if (photos.length)
-  console.log("\nObject removal with the reference matte as the user's mask (dilated 1% of the diagonal), PatchMatch fill\n");
+  console.log(`\nObject removal with the reference matte as the user's mask (dilated 1% of the diagonal), ${fillName} fill\n`);
 if (photos.length) {
   console.log("| Photo | Size | Masked | Ghost (≈0) | Tone (±12) | Texture (≈1) | Outline (≈1) | Outside (≈0) | Time |");
   console.log("|---|---|---|---|---|---|---|---|---|");
@@ -143,14 +153,17 @@ async function untouchedOutlines(): Promise<number[]> {
 // The instructions, through the remover's own mask-building path, built as the engine builds it.
 // The service refuses a hole over 30% of the picture (the cameraman's and the astronaut's); here it is filled
 // anyway, so that their masks are measured too, and the row says so.
-const remover = new DetectAndInpaintRemover(new HumanObjectDetector(), new PatchMatchInpainter(), {
+const fill = inpaintingModel
+  ? new OnnxInpainter({ modelPath: inpaintingModel.path, kind: inpaintingModel.kind })
+  : new PatchMatchInpainter();
+const remover = new DetectAndInpaintRemover(new HumanObjectDetector(), fill, {
   maxTargetCoverage: 1,
   promptable: new MinisamSegmenter(),
   ...(values["no-pose"] ? {} : { pose: new MoveNetPoseEstimator() }),
 });
 const cases = INSTRUCTION_CASES.filter((item) => !names.length || names.includes(item.photo) || positionals.includes(item.photo));
 console.log(
-  `\nObject removal by instruction (detector, segmenter${values["no-pose"] ? "" : ", body keypoints"}, PatchMatch fill) against hand-checked reference masks\n`,
+  `\nObject removal by instruction (detector, segmenter${values["no-pose"] ? "" : ", body keypoints"}, ${fillName} fill) against hand-checked reference masks\n`,
 );
 console.log(
   "| Photo | Instruction | Mask IoU | Hole IoU | Object in hole | Neighbours taken | Neighbours' change | Ghost (≈0) | Tone (±12) | Texture (≈1) | Outline (≈1) | Outside (≈0) | Time |",
@@ -200,4 +213,10 @@ for (const item of cases) {
     if (!(error instanceof EngineError)) throw error;
     console.log(`| ${item.photo} | ${item.instruction} | refused (${error.reason}: ${error.message}) | | | | | | | | |`);
   }
+}
+
+function inpaintingKind(kind: string): InpaintingModelKind {
+  const known = INPAINTING_MODEL_KINDS.find((name) => name === kind);
+  if (!known) throw new Error(`--inpainting-kind must be one of ${INPAINTING_MODEL_KINDS.join(", ")}, not ${kind}`);
+  return known;
 }

@@ -106,7 +106,10 @@ interface Seen {
   /** The picture's columns and rows the fed image spans (from its red and green values). */
   columns: [number, number];
   rows: [number, number];
-  /** Whether every hole pixel was blanked (the object never reaches the model). */
+  /**
+   * Whether every hole pixel was blanked (the object never reaches the model), but for a rim of `rim` pixels
+   * inside the hole's edge: MI-GAN is told a hole that much wider, whose rim its pipeline composes back.
+   */
   holeBlank: boolean;
   /** The mean colour (0..255) of the pixels the mask keeps: what the test models paint. */
   keptMean: [number, number, number];
@@ -121,10 +124,13 @@ function seen(feeds: Record<string, Tensor>, kind: "lama" | "migan"): Seen {
   const plane = size * size;
   const scale = kind === "lama" ? 255 : 1;
   const isHole = (i: number) => (kind === "lama" ? mask.data[i] === 1 : mask.data[i] === 0);
+  const rim = kind === "lama" ? 0 : 3;
+  const kept = Uint8Array.from({ length: plane }, (_, i) => (isHole(i) ? 0 : 255));
+  const nearKept = dilate(kept, size, size, rim);
   const hole = { x0: size, y0: size, x1: 0, y1: 0 };
   let holeBlank = true;
   const sums = [0, 0, 0];
-  let kept = 0;
+  let keptCount = 0;
   let [minR, maxR, minG, maxG] = [255, 0, 255, 0];
   for (let y = 0; y < size; y++) {
     for (let x = 0; x < size; x++) {
@@ -135,10 +141,10 @@ function seen(feeds: Record<string, Tensor>, kind: "lama" | "migan"): Seen {
         hole.y0 = Math.min(hole.y0, y);
         hole.x1 = Math.max(hole.x1, x + 1);
         hole.y1 = Math.max(hole.y1, y + 1);
-        if (rgb.some((value) => value !== 0)) holeBlank = false;
+        if (!nearKept[i] && rgb.some((value) => value !== 0)) holeBlank = false;
         continue;
       }
-      kept++;
+      keptCount++;
       rgb.forEach((value, c) => {
         sums[c] = (sums[c] ?? 0) + value;
       });
@@ -157,7 +163,7 @@ function seen(feeds: Record<string, Tensor>, kind: "lama" | "migan"): Seen {
     columns: [(minR * (WIDTH - 1)) / 255, (maxR * (WIDTH - 1)) / 255],
     rows: [(minG * (HEIGHT - 1)) / 255, (maxG * (HEIGHT - 1)) / 255],
     holeBlank,
-    keptMean: sums.map((sum) => sum / kept) as [number, number, number],
+    keptMean: sums.map((sum) => sum / keptCount) as [number, number, number],
     besideHole: {
       left: at(hole.x0 - 1, midY, 0),
       right: at(hole.x1, midY, 0),
@@ -299,7 +305,7 @@ describe("OnnxInpainter, LaMa's contract", () => {
     expect(runner.fed).toHaveLength(0);
   });
 
-  it("mirrors the picture out to the square when it is too small for a square crop", async () => {
+  it("mirrors the picture out to the square when it is too small for a square crop, and the hole with it", async () => {
     const runner = new RecordingRunner();
     const inpainter = new OnnxInpainter({ modelPath: lamaPath, kind: "lama", runner });
     // 800x120: the crop is as wide as it may be and 120 high, resized to 512 wide and padded below.
@@ -309,8 +315,21 @@ describe("OnnxInpainter, LaMa's contract", () => {
     const result = await inpainter.inpaint(image, mask, {});
     const feeds = runner.fed[0] as Record<string, Tensor>;
     const maskData = feeds.mask?.data ?? new Float32Array();
-    // The padding (below the picture's rows) is context, not hole.
-    expect(Array.from(maskData.subarray(300 * 512)).every((value) => value === 0)).toBe(true);
+    const imageData = feeds.image?.data ?? new Float32Array();
+    const plane = 512 * 512;
+    // The padding (below the picture's rows) is context, but where it mirrors the hole it is hole: no kept pixel of
+    // the square shows the object, read back through the ramps (red across, green down; the crop at 0.64 scale).
+    let keptInPadding = 0;
+    let objectShown = 0;
+    for (let i = 0; i < plane; i++) {
+      if (maskData[i] === 1) continue;
+      if (i >= 77 * 512) keptInPadding++;
+      const x = (imageData[i] ?? 0) * (WIDTH - 1);
+      const y = (imageData[plane + i] ?? 0) * 119;
+      if (x > rect.x + 1 && x < rect.x + rect.width - 2 && y > rect.y + 1 && y < rect.y + rect.height - 2) objectShown++;
+    }
+    expect(keptInPadding).toBeGreaterThan(400 * 512);
+    expect(objectShown).toBe(0);
     expect(coloursIn(result, rect).size).toBe(1);
     expect(changedBeyond(result, image, mask, 2)).toBe(0);
   });

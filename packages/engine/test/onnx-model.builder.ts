@@ -287,9 +287,12 @@ export function meanColourLamaModel(options: { size?: number | "any" } = {}): Bu
 
 /**
  * An inpainting model with MI-GAN's pipeline contract: image uint8 1x3xHxW
- * and mask uint8 1x1xHxW (255 = keep) in, uint8 1x3xHxW out, the kept pixels
- * composed back as the published pipeline does. The hole gets the mean
- * colour of the kept pixels, rounded.
+ * and mask uint8 1x1xHxW (255 = keep) in, uint8 1x3xHxW out, the input
+ * composed back as the published pipeline composes it (its
+ * `postprocess`: the kept side grown by a 3x3 max pool, then blurred by a 5x5
+ * Gaussian of sigma 1, zero-padded here where the pipeline mirrors), so the
+ * hole's inner rim keeps a blend of whatever the input had there. The hole
+ * gets the mean colour of the kept pixels, rounded.
  */
 export function meanColourMiganModel(): Buffer {
   return buildOnnxModel({
@@ -305,14 +308,17 @@ export function meanColourMiganModel(): Buffer {
       { name: "half", dims: [], values: [0.5] },
       { name: "low", dims: [], values: [0] },
       { name: "high", dims: [], values: [255] },
+      { name: "gaussian", dims: [1, 1, 5, 5], values: gaussianKernel(5, 1) },
     ],
     nodes: [
       { op: "Cast", inputs: ["image"], outputs: ["pixels"], attributes: { to: FLOAT } },
       { op: "Cast", inputs: ["mask"], outputs: ["mask_float"], attributes: { to: FLOAT } },
       { op: "Mul", inputs: ["mask_float", "scale"], outputs: ["known"] },
       ...meanOfKeptNodes("pixels", "known", []),
-      { op: "Sub", inputs: ["one", "known"], outputs: ["hole"] },
-      { op: "Mul", inputs: ["pixels", "known"], outputs: ["kept_pixels"] },
+      { op: "MaxPool", inputs: ["known"], outputs: ["known_grown"], attributes: { kernel_shape: [3, 3], pads: [1, 1, 1, 1] } },
+      { op: "Conv", inputs: ["known_grown", "gaussian"], outputs: ["blend"], attributes: { pads: [2, 2, 2, 2] } },
+      { op: "Sub", inputs: ["one", "blend"], outputs: ["hole"] },
+      { op: "Mul", inputs: ["pixels", "blend"], outputs: ["kept_pixels"] },
       { op: "Mul", inputs: ["mean", "hole"], outputs: ["filled"] },
       { op: "Add", inputs: ["kept_pixels", "filled"], outputs: ["composed"] },
       // Cast truncates: add a half to round, and keep to 0..255.
@@ -321,6 +327,18 @@ export function meanColourMiganModel(): Buffer {
       { op: "Cast", inputs: ["clipped"], outputs: ["result"], attributes: { to: UINT8 } },
     ],
   });
+}
+
+/**
+ * A normalised `size`x`size` Gaussian kernel, row by row, as the pipeline's GaussianSmoothing computes it:
+ * exp(-((x - mean) / (2 sigma))^2), a wider bell than its sigma says.
+ */
+function gaussianKernel(size: number, sigma: number): number[] {
+  const centre = (size - 1) / 2;
+  const line = Array.from({ length: size }, (_, i) => Math.exp(-(((i - centre) / (2 * sigma)) ** 2)));
+  const values = line.flatMap((a) => line.map((b) => a * b));
+  const sum = values.reduce((total, value) => total + value, 0);
+  return values.map((value) => value / sum);
 }
 
 /** Nodes computing "mean" (Nx3x1x1): the mean of `image` over the pixels where `known` (Nx1xHxW, 0..1) is 1. */

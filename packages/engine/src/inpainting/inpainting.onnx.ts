@@ -44,6 +44,8 @@ const MIN_MARGIN = 128;
 const MARGIN_SHARE = 0.5;
 /** Holes are found on a grid of cells this many pixels wide: a 12 MP mask costs kilobytes, not a label per pixel. */
 const CELL = 8;
+/** How far into a hole MI-GAN's pipeline blends its input back (a 3x3 max pool and a 5x5 Gaussian), in model pixels. */
+const MIGAN_COMPOSE_REACH = 3;
 
 const CONTRACTS: Record<InpaintingModelKind, { title: string; type: "float32" | "uint8"; text: string }> = {
   lama: {
@@ -83,7 +85,9 @@ export class OnnxInpainter implements Inpainter {
     // A wrong path is a configuration mistake: say so at start, not at the first job.
     if (!existsSync(options.modelPath)) throw new Error(`Inpainting model not found: ${options.modelPath}`);
     this.runner = options.runner ?? sharedOnnxRunner();
-    this.spec = { path: options.modelPath };
+    // MI-GAN's pipeline is fed 512 squares only, so onnxruntime's memory pattern fits every run: measured on 2 cores,
+    // 0.69 s a square at 188 MiB of RSS with it against 2.5 s without (and 0.62 s at 911 MiB with the arena instead).
+    this.spec = { path: options.modelPath, memoryPattern: options.kind === "migan" };
   }
 
   /** Loads the model now and checks that it takes what its kind takes; a model that does not fails every edit with model_failed. */
@@ -160,6 +164,10 @@ export class OnnxInpainter implements Inpainter {
     const { size } = contract;
     const plane = size * size;
     const lama = this.options.kind === "lama";
+    // MI-GAN's pipeline composes its answer with the input itself, the kept side grown by a pixel and blurred
+    // (max pool 3x3, then a 5x5 Gaussian): told the hole, it would keep a blend of the blanked pixels on the hole's
+    // inner rim, a dark outline. Told a hole wider by that reach, its composed rim falls outside what is pasted.
+    const told = lama ? modelHole : dilate(modelHole, width, height, MIGAN_COMPOSE_REACH);
     const image = lama ? new Float32Array(3 * plane) : new Uint8Array(3 * plane);
     const mask = lama ? new Float32Array(plane) : new Uint8Array(plane);
     for (let y = 0; y < size; y++) {
@@ -168,10 +176,11 @@ export class OnnxInpainter implements Inpainter {
         const sx = mirror(x, width);
         const source = sy * width + sx;
         const target = y * size + x;
-        // The padding beyond the crop is picture (mirrored), not hole: the model takes it as context.
-        const fill = x < width && y < height && modelHole[source] !== 0;
+        // The padding beyond the crop is the picture mirrored, and so is the hole: where the mirror shows the object,
+        // the model is told to fill it too (and its answer there is thrown away), or it would take the object as context.
+        const fill = modelHole[source] !== 0;
         if (lama) mask[target] = fill ? 1 : 0;
-        else mask[target] = fill ? 0 : 255;
+        else mask[target] = told[source] !== 0 ? 0 : 255;
         // The thing being removed never reaches the model.
         if (fill) continue;
         for (let c = 0; c < 3; c++) {
