@@ -357,6 +357,33 @@ describe("OnnxInpainter, MI-GAN's pipeline contract", () => {
     expectFilledWith(result, hole, view.keptMean.map((value) => Math.round(value)) as [number, number, number]);
     expect(changedBeyond(result, image, mask, 2)).toBe(0);
   });
+
+  it("shrinks a crop the picture cannot widen so that its hole spans at most half the square, mirrored out around it", async () => {
+    const runner = new RecordingRunner();
+    const inpainter = new OnnxInpainter({ modelPath: miganPath, kind: "migan", runner });
+    // 400x300 is all the context there is around a 240x180 hole: filling the square would make the hole 307 wide.
+    const image = ramps(400, 300);
+    const hole = { x: 80, y: 60, width: 240, height: 180 };
+    const mask = maskOf(400, 300, [hole]);
+    const result = await inpainter.inpaint(image, mask, {});
+
+    const feeds = runner.fed[0] as Record<string, Tensor>;
+    expect(feeds.image?.dims).toEqual([1, 3, 512, 512]);
+    const view = seen(feeds, "migan");
+    const maskData = feeds.mask?.data ?? new Uint8Array();
+    // Across the middle row of the crop (427x320 of the square), the hole told is the picture's hole at 256/240
+    // (256 px; filling the square would make it 307), a model pixel each side for the pixels it half covers, and
+    // the 3-pixel composing ring each side.
+    const middle = Array.from(maskData.subarray(160 * 512, 160 * 512 + 427));
+    expect(middle.lastIndexOf(0) - middle.indexOf(0) + 1).toBeLessThanOrEqual(256 + 2 * (1 + 3) + 1);
+    // Beyond the crop, kept pixels are the mirrored picture.
+    let keptBeyond = 0;
+    for (let y = 0; y < 512; y++) for (let x = 430; x < 512; x++) if (maskData[y * 512 + x] === 255) keptBeyond++;
+    expect(keptBeyond).toBeGreaterThan(0.8 * 82 * 512);
+    expect(view.holeBlank).toBe(true);
+    expect(coloursIn(result, hole).size).toBe(1);
+    expect(changedBeyond(result, image, mask, 3)).toBe(0);
+  });
 });
 
 describe("OnnxInpainter, a model of another contract", () => {

@@ -15,7 +15,8 @@ import { createCheckpoint, throwIfCancelled } from "../work-checkpoint";
  * Both run on a square of `size` pixels (512), so the picture is not fed
  * whole: as IOPaint's "crop" strategy does, each hole gets a crop of the
  * picture around it with context on every side, resized to the model's
- * square (mirrored at the edges where the picture cannot give a square), and
+ * square (mirrored at the edges where the picture cannot give a square, or
+ * cannot give as much context as the hole is large), and
  * the model's answer is resized back and pasted inside the hole only, with a
  * feathered edge a few pixels wide. Every pixel beyond that edge keeps the
  * input's bytes. Holes whose crops would overlap share one crop, so a crop
@@ -42,6 +43,12 @@ const DEFAULT_SIZE = 512;
 const MIN_MARGIN = 128;
 /** ...and at least this share of the hole's longer side on each side, so a large hole keeps its surroundings in view. */
 const MARGIN_SHARE = 0.5;
+/**
+ * The most of the model's square a hole may span (its longer side). Given an object-shaped hole that fills most
+ * of its square, MI-GAN draws an object back into it (a figure where the footballer stood, a cart for the
+ * motorcycle: 7 of the removal yardstick's 15 cases at full span, 4 at a half; docs/engine.md).
+ */
+const MAX_HOLE_SHARE = 0.5;
 /** Holes are found on a grid of cells this many pixels wide: a 12 MP mask costs kilobytes, not a label per pixel. */
 const CELL = 8;
 /** How far into a hole MI-GAN's pipeline blends its input back (a 3x3 max pool and a 5x5 Gaussian), in model pixels. */
@@ -103,7 +110,7 @@ export class OnnxInpainter implements Inpainter {
     const output = { data: copyBytes(image.data), width: image.width, height: image.height };
     for (const { crop, box } of cropsFor(hole, image.width, image.height)) {
       await checkpoint();
-      const fill = await this.fillCrop(image, hole, crop, contract, context);
+      const fill = await this.fillCrop(image, hole, crop, box, contract, context);
       await checkpoint();
       paste(output, hole, crop, box, fill);
     }
@@ -124,13 +131,18 @@ export class OnnxInpainter implements Inpainter {
     image: RgbaImage,
     hole: Uint8Array,
     crop: Area,
+    box: Area,
     contract: Contract,
     context: WorkContext,
   ): Promise<Fill> {
     const { size } = contract;
     const cropWidth = crop.x1 - crop.x0;
     const cropHeight = crop.y1 - crop.y0;
-    const scale = size / Math.max(cropWidth, cropHeight);
+    // The crop fills the square, unless its hole would then span more than MAX_HOLE_SHARE of it: a crop the picture
+    // could not make wider is shrunk and mirrored out to the square instead, so the model sees as much around the
+    // hole as the hole itself.
+    const holeSide = Math.max(box.x1 - box.x0, box.y1 - box.y0);
+    const scale = Math.min(size / Math.max(cropWidth, cropHeight), (MAX_HOLE_SHARE * size) / holeSide);
     const width = Math.max(1, Math.min(size, Math.round(cropWidth * scale)));
     const height = Math.max(1, Math.min(size, Math.round(cropHeight * scale)));
     const rgb = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
