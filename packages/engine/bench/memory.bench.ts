@@ -42,6 +42,7 @@ import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
 import { grainyPhoto } from "../../../test/support/large-images";
 import { MALLOC_SETTINGS, withMallocSettings } from "../../server/scripts/malloc-settings.mjs";
 import type { OutputFormat } from "../src/engine.ports";
+import { INPAINTING_MODEL_KINDS } from "../src/models/model-catalog";
 import { decodeImage, encodeImage } from "../src/pixels/image-codec";
 import { EnginePool } from "../src/runtime/engine-pool";
 import { bundleBench } from "./bench-bundle";
@@ -167,6 +168,17 @@ async function measureFloor(): Promise<void> {
   console.log(JSON.stringify(floor));
 }
 
+/**
+ * A learned inpainter for the learned run's removals (RETOUCH_BENCH_INPAINTING_MODEL, an .onnx file, and
+ * RETOUCH_BENCH_INPAINTING_KIND, migan by default, as inpainting.bench.ts takes them); PatchMatch without.
+ */
+const inpaintingModel = process.env.RETOUCH_BENCH_INPAINTING_MODEL
+  ? {
+      path: path.resolve(process.env.RETOUCH_BENCH_INPAINTING_MODEL),
+      kind: INPAINTING_MODEL_KINDS.find((kind) => kind === (process.env.RETOUCH_BENCH_INPAINTING_KIND ?? "migan")) ?? "migan",
+    }
+  : undefined;
+
 /** Child mode, the edits through the pool; prints a JSON line. With `--learned PATH`, IS-Net at 704 does the cut-outs. */
 async function measureEdits(learned: string | undefined): Promise<void> {
   const inputs = await readInputs();
@@ -175,7 +187,11 @@ async function measureEdits(learned: string | undefined): Promise<void> {
   const sampler = setInterval(() => {
     sampledPeak = Math.max(sampledPeak, process.memoryUsage.rss());
   }, 20);
-  const pool = new EnginePool(2, learned ? { backgroundModel: { path: learned, inputSize: 704 } } : {}, { warn: () => {} });
+  const pool = new EnginePool(
+    2,
+    learned ? { backgroundModel: { path: learned, inputSize: 704 }, ...(inpaintingModel ? { inpaintingModel } : {}) } : {},
+    { warn: () => {} },
+  );
   const roundPeaks: number[] = [];
   const roundTimes: number[] = [];
   const failures: string[] = [];
@@ -261,7 +277,7 @@ async function main(): Promise<void> {
           { name: "glibc defaults", figures: measureIn(entry, glibcDefaults) },
         ]),
     {
-      name: "**IS-Net + segmenter**, `pnpm start`'s settings",
+      name: `**IS-Net + segmenter${inpaintingModel ? ` + ${path.basename(inpaintingModel.path)}` : ""}**, \`pnpm start\`'s settings`,
       figures: measureIn(entry, withMallocSettings(process.env), isnet),
     },
   ];
