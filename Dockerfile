@@ -34,7 +34,7 @@ RUN rm -rf node_modules packages/*/node_modules examples/*/node_modules \
 FROM ${NODE_IMAGE} AS runtime
 # HOST: a container's port is reached through its own interface, not loopback.
 # PORT set: a worker listens too, for /healthz, /readyz and /metrics only (its probes).
-# MALLOC_*: what `pnpm start` sets itself; the image runs the bundle directly (README, Memory).
+# MALLOC_*, GLIBC_TUNABLES: what `pnpm start` sets itself; the image runs the bundle directly (README, Memory).
 # NODE_COMPILE_CACHE: V8's code cache in a folder of this user's (dist/ is read-only here).
 ENV NODE_ENV=production \
   HOST=0.0.0.0 \
@@ -42,6 +42,7 @@ ENV NODE_ENV=production \
   RETOUCH_DATA_DIR=/var/lib/retouch \
   MALLOC_ARENA_MAX=2 \
   MALLOC_MMAP_THRESHOLD_=131072 \
+  GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \
   NODE_COMPILE_CACHE=/var/cache/retouch/compile-cache
 # A fixed numeric id, so that an orchestrator's runAsNonRoot check can verify it; the code
 # stays root's and read-only, only the data directory and the cache are the service's.

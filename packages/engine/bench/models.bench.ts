@@ -153,7 +153,9 @@ async function main(): Promise<void> {
   }
   console.log("\n## The service's shape: EnginePool of 2 threads, two edits at once (median of 3 pairs)\n");
   console.log(
-    "Peak RSS of the process under `pnpm start`'s glibc settings (MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_=131072), as the service runs, and under glibc's defaults.\n",
+    `Peak RSS of the process under \`pnpm start\`'s glibc settings (${Object.entries(MALLOC_SETTINGS)
+      .map(([name, value]) => `${name}=${value}`)
+      .join(", ")}), as the service runs, and under glibc's defaults.\n`,
   );
   console.log(
     "| Background removal | Size | Wall time per pair | Latency of an edit | Peak RSS (pnpm start) | Peak RSS (glibc defaults) |",

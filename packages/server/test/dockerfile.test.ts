@@ -20,6 +20,7 @@ import {
 } from "../../../test/support/dockerfile";
 import { freePort } from "../../../test/support/free-port";
 import { createTestDatabase } from "../../../test/support/test-database";
+import { MALLOC_SETTINGS } from "../scripts/malloc-settings.mjs";
 
 /**
  * The deployment files (Dockerfile, compose.yaml, .env.example, .dockerignore;
@@ -99,7 +100,7 @@ describe("Dockerfile", () => {
     expect(env.HOST).toBe("0.0.0.0");
     expect(instructionsOf(runtime, "EXPOSE").map((expose) => expose.args)).toContain(env.PORT);
     // glibc's allocator settings that `pnpm start` would set (README, Memory).
-    expect(env).toMatchObject({ MALLOC_ARENA_MAX: "2", MALLOC_MMAP_THRESHOLD_: "131072" });
+    expect(env).toMatchObject(MALLOC_SETTINGS);
     const check = healthcheckCommand(runtime);
     expect(check[0]).toBe("node");
     expect(check.join(" ")).toContain("/healthz");
