@@ -23,10 +23,11 @@
  *   4 KiB at a time on each use: a 1 MP removal faulted in about 235,000 pages,
  *   the segmenter's encoder 58,000 a pass (0.81-0.85 s against 0.73 s under
  *   glibc's defaults). With huge pages for those mappings, 90,000 pages a
- *   removal and 3,000 an encoder pass (0.63-0.70 s); the 1 MP removal as the
- *   service runs it went from 1.95-2.33 s to 1.69-1.97 s (basketball, three
- *   alternating pairs), and the 12 MP worker's peak stayed where it was
- *   (956 MiB, 986 without). Elsewhere glibc ignores it (docs/engine.md).
+ *   removal and 3,000 an encoder pass (0.63-0.70 s); the 1 MP removal in the
+ *   stage bench went from 1.95-2.33 s to 1.69-1.97 s (basketball, three
+ *   alternating pairs; through the service, five jobs each way, within the
+ *   jobs' spread), and the 12 MP worker's peak stayed where it was (956 MiB,
+ *   986 without). Elsewhere glibc ignores it (docs/engine.md).
  *
  * Setting any of them yourself keeps your value (GLIBC_TUNABLES whole: add
  * glibc.malloc.hugetlb=1 to your own tunables to keep it); musl and other C
