@@ -247,11 +247,21 @@ describe("parseConfig: object removal's detector", () => {
 });
 
 describe("parseConfig: learned inpainting", () => {
-  it("is off by default: PatchMatch fills the holes", () => {
+  it("is the catalog's MI-GAN by default, an engine option only once its file is on disk", () => {
     const config = parseConfig({});
+    expect(config.models.inpainting).toBe("migan");
+    // Until the model provisioner has it on disk, PatchMatch fills the holes.
     expect(config.inpaintingModel).toBeUndefined();
-    expect(config.models.inpainting).toBeUndefined();
     expect(imageEngineOptions(config)).not.toHaveProperty("inpaintingModel");
+  });
+
+  it("with patchmatch, is PatchMatch alone, whatever the catalog's default", () => {
+    const config = parseConfig({ RETOUCH_INPAINTING_MODEL: "patchmatch" });
+    expect(config.models.inpainting).toBeUndefined();
+    expect(config.inpaintingModel).toBeUndefined();
+    expect(problemsOf({ RETOUCH_INPAINTING_MODEL: "patchmatch", RETOUCH_INPAINTING_MODEL_KIND: "migan" })).toContain(
+      "RETOUCH_INPAINTING_MODEL_KIND applies only to a model given by path",
+    );
   });
 
   it("takes a catalog name, whose file and input the catalog knows", () => {
@@ -283,7 +293,7 @@ describe("parseConfig: learned inpainting", () => {
     const directory = mkdtempSync(path.join(os.tmpdir(), "retouch-config-"));
     writeFileSync(path.join(directory, "fill.onnx"), "");
     expect(problemsOf({ RETOUCH_INPAINTING_MODEL: "isnet-general-use" })).toContain(
-      'RETOUCH_INPAINTING_MODEL: "isnet-general-use" must be the path of an .onnx file or the name of an inpainting model in the catalog (lama, migan)',
+      'RETOUCH_INPAINTING_MODEL: "isnet-general-use" must be patchmatch, the path of an .onnx file or the name of an inpainting model in the catalog (lama, migan)',
     );
     expect(problemsOf({ RETOUCH_INPAINTING_MODEL: "/nowhere/lama.onnx" })).toBe(
       "RETOUCH_INPAINTING_MODEL: no file at /nowhere/lama.onnx",

@@ -100,7 +100,7 @@ describe("the built-in catalog", () => {
       expect(entry.licence.source).not.toBe("");
       expect(entry.checksumSource).not.toBe("unknown");
     }
-    expect(BUILT_IN_CATALOG.defaults).toEqual({ background: "isnet-general-use" });
+    expect(BUILT_IN_CATALOG.defaults).toEqual({ background: "isnet-general-use", inpainting: "migan" });
     const isnet = BUILT_IN_CATALOG.entries[0] as ModelEntry;
     expect(isPermissive(isnet.licence.id)).toBe(true);
     expect(isnet.input).toEqual({ kind: "isnet", size: 1024, runSize: 704, mean: [0.485, 0.456, 0.406], std: [1, 1, 1] });

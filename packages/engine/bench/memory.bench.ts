@@ -42,10 +42,10 @@ import { fetchIsnetModel } from "../../../scripts/fetch-test-models";
 import { grainyPhoto } from "../../../test/support/large-images";
 import { MALLOC_SETTINGS, withMallocSettings } from "../../server/scripts/malloc-settings.mjs";
 import type { OutputFormat } from "../src/engine.ports";
-import { INPAINTING_MODEL_KINDS } from "../src/models/model-catalog";
 import { decodeImage, encodeImage } from "../src/pixels/image-codec";
 import { EnginePool } from "../src/runtime/engine-pool";
 import { bundleBench } from "./bench-bundle";
+import { benchInpaintingModel } from "./bench-inpainting-model";
 
 const fixtures = new URL("../test/fixtures/", import.meta.url);
 const workDirectory = path.join(os.tmpdir(), "retouch-bench-memory");
@@ -168,16 +168,8 @@ async function measureFloor(): Promise<void> {
   console.log(JSON.stringify(floor));
 }
 
-/**
- * A learned inpainter for the learned run's removals (RETOUCH_BENCH_INPAINTING_MODEL, an .onnx file, and
- * RETOUCH_BENCH_INPAINTING_KIND, migan by default, as inpainting.bench.ts takes them); PatchMatch without.
- */
-const inpaintingModel = process.env.RETOUCH_BENCH_INPAINTING_MODEL
-  ? {
-      path: path.resolve(process.env.RETOUCH_BENCH_INPAINTING_MODEL),
-      kind: INPAINTING_MODEL_KINDS.find((kind) => kind === (process.env.RETOUCH_BENCH_INPAINTING_KIND ?? "migan")) ?? "migan",
-    }
-  : undefined;
+/** A learned inpainter for the learned run's removals (bench-inpainting-model.ts); PatchMatch without. */
+const inpaintingModel = benchInpaintingModel();
 
 /** Child mode, the edits through the pool; prints a JSON line. With `--learned PATH`, IS-Net at 704 does the cut-outs. */
 async function measureEdits(learned: string | undefined): Promise<void> {

@@ -15,7 +15,8 @@
  * machine may be shared.
  *
  * `node --import tsx bench/removal-stages.bench.ts [PHOTO WIDTH RUNS]` times one photo;
- * `... removal-stages.bench.ts --as-service` only the whole edits as the service runs them.
+ * `... removal-stages.bench.ts --as-service` only the whole edits as the service runs them, with the
+ * learned inpainter of RETOUCH_BENCH_INPAINTING_MODEL where it is set (bench-inpainting-model.ts).
  */
 import { execFileSync } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
@@ -42,6 +43,7 @@ import { encoderInputSize, type ImageEmbedding, MinisamSegmenter, type PromptPoi
 import { createImageEngine } from "../src/workflows/engine";
 import { DetectAndInpaintRemover } from "../src/workflows/object-removal";
 import { bundleBench } from "./bench-bundle";
+import { benchInpaintingModel } from "./bench-inpainting-model";
 import { median } from "./bench-timing";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -227,7 +229,8 @@ type RemovalHole = Awaited<ReturnType<DetectAndInpaintRemover["maskFromDetection
  */
 async function timeAsService(file: string, prompt: string, runs: number): Promise<void> {
   const bytes = await readFile(file);
-  const pool = new EnginePool(1, {}, { warn: () => {} });
+  const inpaintingModel = benchInpaintingModel();
+  const pool = new EnginePool(1, inpaintingModel ? { inpaintingModel } : {}, { warn: () => {} });
   const times: number[] = [];
   const stages: Partial<Record<EditStage, number[]>> = {};
   for (let run = 0; run <= runs; run++) {
@@ -258,6 +261,8 @@ async function asService(runs: number): Promise<void> {
   console.log(
     "\n### The whole edit as the service runs it: bundled, through an EnginePool of 1 (vision and inference threads warm)\n",
   );
+  const learned = benchInpaintingModel();
+  console.log(`Fill: ${learned ? `${path.basename(learned.path)} (${learned.kind})` : "PatchMatch"}.\n`);
   console.log("| Subject | Allocator | Median | Runs | Median by stage | 1-minute load average after |");
   console.log("|---|---|---|---|---|---|");
   for (const subject of subjects()) {

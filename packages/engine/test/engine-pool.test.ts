@@ -5,7 +5,7 @@ import sharp from "sharp";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { decodeImage } from "../src/pixels/image-codec";
 import { EnginePool } from "../src/runtime/engine-pool";
-import { redSaliencyModel } from "./onnx-model.builder";
+import { meanColourLamaModel, redSaliencyModel } from "./onnx-model.builder";
 import { loadPhoto } from "./real-photos.fixture";
 import { changeInside, loadReference } from "./removal-quality.fixture";
 import { iou, redBallAndBlueBox, type Scene } from "./synthetic-scenes.fixture";
@@ -79,6 +79,29 @@ describe("EnginePool with a model", () => {
     // The blue box is not salient to the red model: it disappears into white.
     const boxCentre = (100 * info.width + 224) * info.channels;
     expect(data.subarray(boxCentre, boxCentre + 3).every((value) => value > 245)).toBe(true);
+  });
+});
+
+describe("EnginePool with a learned inpainter", () => {
+  it("loads it at start to check it, gives it back, and loads it in the inference thread for the first fill", async () => {
+    const lama = path.join(path.dirname(good), "lama-mean.onnx");
+    await writeFile(lama, meanColourLamaModel());
+    const loads: string[] = [];
+    const engine = pool(
+      1,
+      { maxPixels: 4_000_000, inpaintingModel: { path: lama, kind: "lama" } },
+      { onModelLoaded: (file) => loads.push(file) },
+    );
+    const mask = await sharp({ create: { width: 320, height: 240, channels: 3, background: "black" } })
+      .composite([{ input: { create: { width: 40, height: 30, channels: 3, background: "white" } }, left: 140, top: 100 }])
+      .png()
+      .toBuffer();
+    const removal = () => engine.edit({ image: scene.jpeg, mask, prompt: "remove the box" });
+    await removal();
+    // Once to check it at start and once for the fill: given back between them, through the thread's port.
+    expect(loads).toEqual([lama, lama]);
+    await removal();
+    expect(loads).toEqual([lama, lama]);
   });
 });
 

@@ -5,6 +5,7 @@ import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { GreyImage, RgbaImage } from "../src/engine.ports";
 import { OnnxInpainter } from "../src/inpainting/inpainting.onnx";
+import { LEARNED_FILL_MAX_PIXELS } from "../src/inpainting/size-routed-inpainter";
 import {
   type FloatTensor,
   LocalOnnxRunner,
@@ -29,8 +30,16 @@ import { meanColourLamaModel, meanColourMiganModel, redSaliencyModel } from "./o
 /** The real runner, keeping a copy of what each forward pass was fed (and, on demand, cancelling after the first). */
 class RecordingRunner implements OnnxRunner {
   readonly fed: Record<string, Tensor>[] = [];
+  /** The model files each session was loaded from, and each released, in order. */
+  readonly loaded: string[] = [];
+  readonly released: string[] = [];
   onFeed: (() => void) | undefined;
-  private readonly inner = new LocalOnnxRunner({ threads: 1 });
+  private readonly inner = new LocalOnnxRunner({ threads: 1, onLoaded: (file) => this.loaded.push(file) });
+
+  release(models: readonly OnnxModelSpec[]): void {
+    this.released.push(...models.map((model) => model.path));
+    this.inner.release(models);
+  }
 
   load(spec: OnnxModelSpec): Promise<OnnxModelInfo> {
     return this.inner.load(spec);
@@ -442,6 +451,40 @@ describe("the engine with an inpainting model configured", () => {
       (await createImageEngine().edit({ image: photo, mask: maskPng, prompt: "remove the box", format: "png" })).image,
     );
     expect(coloursIn(patchMatch, rect).size).toBeGreaterThan(100);
+  });
+
+  it("checks the model at warm-up and gives it back; the first fill loads it again", async () => {
+    const runner = new RecordingRunner();
+    const engine = createImageEngine({ inpaintingModel: { path: lamaPath, kind: "lama" }, onnxRunner: runner });
+    await engine.warmUp?.();
+    expect(runner.loaded).toEqual([lamaPath]);
+    expect(runner.released).toEqual([lamaPath]);
+    await engine.edit({ image: photo, mask: maskPng, prompt: "remove the box", format: "png" });
+    expect(runner.fed).toHaveLength(1);
+    expect(runner.loaded).toEqual([lamaPath, lamaPath]);
+  });
+
+  it(`fills a picture over ${LEARNED_FILL_MAX_PIXELS / 1e6} MP with PatchMatch, and gives the model back`, async () => {
+    const runner = new RecordingRunner();
+    const engine = createImageEngine({ inpaintingModel: { path: lamaPath, kind: "lama" }, onnxRunner: runner });
+    const side = Math.ceil(Math.sqrt(LEARNED_FILL_MAX_PIXELS)) + 1;
+    const large = await sharp(Buffer.from(ramps(side, side).data), { raw: { width: side, height: side, channels: 4 } })
+      .png({ compressionLevel: 1 })
+      .toBuffer();
+    const largeMask = await sharp(Buffer.from(maskOf(side, side, [rect]).data), {
+      raw: { width: side, height: side, channels: 1 },
+    })
+      .png()
+      .toBuffer();
+    await engine.edit({ image: photo, mask: maskPng, prompt: "remove the box", format: "png" });
+    expect(runner.fed).toHaveLength(1);
+    const edited = await decodeImage(
+      (await engine.edit({ image: large, mask: largeMask, prompt: "remove the box", format: "png" })).image,
+    );
+    expect(runner.fed).toHaveLength(1);
+    expect(runner.released).toEqual([lamaPath]);
+    // PatchMatch copies the ramps' pixels in: many colours, not the model's one.
+    expect(coloursIn(edited, rect).size).toBeGreaterThan(100);
   });
 
   it("fails the edit with model_failed when the model cannot be loaded", async () => {

@@ -99,12 +99,14 @@ describe("the service at start", () => {
       expect(made).toMatchObject({ labels: { model: FILE.replace(/\.onnx$/, "") }, value: 1 });
 
       // At the next start the model is there: used from the first job, nothing fetched.
-      const fetched = mirror.requests.length;
+      // (The catalog's default inpainting model, which this mirror lacks, is asked for again: only this file counts.)
+      const requestsOfFile = () => mirror.requests.filter((entry) => entry.file === FILE).length;
+      const fetched = requestsOfFile();
       app.logs.length = 0;
       await app.restart();
       expect((await waitForLog(app, /"msg":"active models"/)).models).toMatchObject({ background: "test-red" });
       expect(await cutOut(app, account.key)).toBeGreaterThan(0.95);
-      expect(mirror.requests).toHaveLength(fetched);
+      expect(requestsOfFile()).toBe(fetched);
     } finally {
       await app.close();
     }
@@ -182,7 +184,7 @@ describe("pnpm retouch models", () => {
     expect(listed.output).toMatch(/^NAME +TASK +SIZE +LICENCE +INSTALLED +DEFAULT$/m);
     expect(row(listed.output, "test-red")).toMatch(/^test-red +background +64\.\d kB +MIT +no +yes$/);
     expect(row(listed.output, "isnet-general-use")).toMatch(/^isnet-general-use +background +178\.6 MB +Apache-2\.0 +no$/);
-    expect(row(listed.output, "migan")).toMatch(/^migan +inpainting +28\.1 MB +MIT +no$/);
+    expect(row(listed.output, "migan")).toMatch(/^migan +inpainting +28\.1 MB +MIT +no +yes$/);
 
     const pulled = await models("pull", "test-red");
     expect(pulled.code, pulled.output).toBe(0);

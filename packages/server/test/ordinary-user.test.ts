@@ -57,6 +57,8 @@ it.skipIf(!runnable)("runs with its embedded database as an ordinary (non-root) 
       PORT: String(port),
       HOST: "127.0.0.1",
       RETOUCH_DATA_DIR: dataDir,
+      // As every test's service: the catalog's default models are not fetched from the internet.
+      RETOUCH_MODEL_DOWNLOAD: "off",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

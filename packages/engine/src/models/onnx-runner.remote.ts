@@ -13,7 +13,8 @@ type Request =
   | { kind: "feeds"; id: number; spec: OnnxModelSpec; feeds: Record<string, FeedTensor> }
   | { kind: "outputs"; id: number; spec: OnnxModelSpec; feeds: Record<string, FeedTensor> }
   | { kind: "cancel"; id: number }
-  | { kind: "retain"; keep: OnnxModelSpec[] };
+  | { kind: "retain"; keep: OnnxModelSpec[] }
+  | { kind: "release"; models: OnnxModelSpec[] };
 type Call =
   | { kind: "load"; spec: OnnxModelSpec }
   | { kind: "run"; spec: OnnxModelSpec; input: FloatTensor }
@@ -98,6 +99,10 @@ export class RemoteOnnxRunner implements OnnxRunner {
     this.send({ kind: "retain", keep: [...keep] }, []);
   }
 
+  release(models: readonly OnnxModelSpec[]): void {
+    this.send({ kind: "release", models: [...models] }, []);
+  }
+
   private request(message: Call, transfer: ArrayBuffer[], signal?: AbortSignal): Promise<Extract<Reply, { ok: true }>> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -155,6 +160,10 @@ export function serveOnnxRunner(port: MessagePort, runner: OnnxRunner): void {
     }
     if (message.kind === "retain") {
       runner.retain?.(message.keep);
+      return;
+    }
+    if (message.kind === "release") {
+      runner.release?.(message.models);
       return;
     }
     try {

@@ -79,6 +79,8 @@ export interface OnnxRunner {
   ): Promise<Record<string, Tensor>>;
   /** Drops the sessions of every model not in `keep`. */
   retain?(keep: readonly OnnxModelSpec[]): void;
+  /** Drops the session of each of these models, after the runs queued on it; the next run loads it again. */
+  release?(models: readonly OnnxModelSpec[]): void;
 }
 
 export interface LocalOnnxRunnerOptions {
@@ -195,13 +197,20 @@ export class LocalOnnxRunner implements OnnxRunner {
 
   retain(keep: readonly OnnxModelSpec[]): void {
     const wanted = new Set(keep.map(keyOf));
-    for (const [key, session] of this.sessions) {
-      if (wanted.has(key)) continue;
-      this.sessions.delete(key);
-      // After the runs queued on it; a session's native memory goes when it is released.
-      const release = this.queue.then(() => session).then((loaded) => loaded.release());
-      this.queue = release.catch(() => {});
-    }
+    for (const key of this.sessions.keys()) if (!wanted.has(key)) this.drop(key);
+  }
+
+  release(models: readonly OnnxModelSpec[]): void {
+    for (const model of models) this.drop(keyOf(model));
+  }
+
+  private drop(key: string): void {
+    const session = this.sessions.get(key);
+    if (!session) return;
+    this.sessions.delete(key);
+    // After the runs queued on it; a session's native memory goes when it is released.
+    const release = this.queue.then(() => session).then((loaded) => loaded.release());
+    this.queue = release.catch(() => {});
   }
 
   private session(spec: OnnxModelSpec): Promise<InferenceSession> {

@@ -26,6 +26,7 @@ import { isOutputFormat, OUTPUT_FORMATS, outputFormatFor } from "../engine.ports
 import { EngineError } from "../engine-error";
 import { OnnxInpainter } from "../inpainting/inpainting.onnx";
 import { PatchMatchInpainter } from "../inpainting/patch-inpainter";
+import { SizeRoutedInpainter } from "../inpainting/size-routed-inpainter";
 import type { DetectorModelKind, InpaintingModelKind } from "../models/model-catalog";
 import type { OnnxRunner } from "../models/onnx-runner";
 import { DEFAULT_MAX_PIXELS, DEFAULT_QUALITY, decodeImage, decodeMask, decodeSquare, encodeImage } from "../pixels/image-codec";
@@ -187,7 +188,7 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
   const pose = promptable ? new MoveNetPoseEstimator(options.visionThread) : undefined;
   const builtInRemover =
     options.objectRemover ??
-    new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? onnxInpainter ?? new PatchMatchInpainter(), {
+    new DetectAndInpaintRemover(earlyDetector ?? detector, options.inpainter ?? inpainter(onnxInpainter), {
       segmenter: onnxRemover,
       ...(promptable && pose ? { promptable, pose } : {}),
     });
@@ -205,7 +206,9 @@ export function createImageEngine(options: ImageEngineOptions = {}): ImageEngine
     catalogEditor,
     warmUps: [
       ...(onnxRemover && !options.backgroundRemover ? [() => onnxRemover.load().then(() => undefined)] : []),
-      ...(onnxInpainter ? [() => onnxInpainter.load()] : []),
+      // Loaded to check its contract (a model of another one refuses the switch to it), then given back: it loads
+      // again with the first removal of a picture it fills, so a worker of large pictures never holds it.
+      ...(onnxInpainter ? [() => onnxInpainter.load().then(() => onnxInpainter.release())] : []),
       // Not the segmenter: it loads with the first object removal, so a service that only cuts out or
       // adjusts never holds its ~130 MB.
     ],
@@ -233,6 +236,12 @@ class MaskedByProvider implements ObjectRemover {
   removeObjects(task: ObjectRemovalTask, context: WorkContext): Promise<RgbaImage> {
     return (task.mask ? this.vendor : this.builtIn).removeObjects(task, context);
   }
+}
+
+/** The learned inpainter for pictures up to LEARNED_FILL_MAX_PIXELS and PatchMatch above, or PatchMatch alone. */
+function inpainter(learned: OnnxInpainter | undefined): Inpainter {
+  const patchMatch = new PatchMatchInpainter();
+  return learned ? new SizeRoutedInpainter(learned, patchMatch) : patchMatch;
 }
 
 /**
