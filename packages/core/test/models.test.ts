@@ -1,4 +1,6 @@
 import { mkdir, mkdtemp, readdir, readFile, utimes, writeFile } from "node:fs/promises";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { catalogModelOptions, parseConfig } from "@retouch/core";
@@ -328,6 +330,47 @@ describe("pulling a model from a mirror", () => {
     mirror.serve(FILE.replace(".onnx", ".tgz"), model);
     await expect(notArchive.pull("test-red", quick)).rejects.toThrow(/is not a gzipped tarball that can be read/);
     expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("refuses a host that sends more than the file can take, and keeps nothing: announced, or streamed without end", async () => {
+    // A plain file announced larger than its published size: refused before its body is read, and not tried again.
+    mirror.serve(FILE, Buffer.concat([model, Buffer.alloc(1000)]));
+    try {
+      await expect(library().pull("test-red", quick)).rejects.toThrow(
+        new RegExp(`sends more than the ${model.length} bytes that ${FILE} can take`),
+      );
+      expect(mirror.requests.filter((request) => request.file === FILE)).toHaveLength(1);
+      expect(await readdir(dir)).toEqual([]);
+    } finally {
+      mirror.serve(FILE, model);
+    }
+    // An archive streamed without a length, and without end: cut at four times the file's size and a MiB.
+    let sent = 0;
+    let closed = false;
+    const endless = http.createServer((_request, response) => {
+      response.writeHead(200, { "content-type": "application/gzip" });
+      const chunk = Buffer.alloc(64 * 1024, 1);
+      const more = () => {
+        while (!response.destroyed && response.write(chunk)) sent += chunk.length;
+        if (!response.destroyed) response.once("drain", more);
+      };
+      response.on("close", () => {
+        closed = true;
+      });
+      more();
+    });
+    await new Promise<void>((resolve) => endless.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = endless.address() as AddressInfo;
+      const models = await archiveLibrary(`http://127.0.0.1:${port}/endless.tgz#package/models/${FILE}`);
+      await expect(models.pull("test-red", quick)).rejects.toThrow(/sends more than the \d+ bytes that test-red\.onnx can take/);
+      expect(await readdir(dir)).toEqual([]);
+      await expect.poll(() => closed).toBe(true);
+      expect(sent).toBeLessThan(4 * model.length + 2 ** 20 + 4 * 2 ** 20);
+    } finally {
+      endless.closeAllConnections();
+      await new Promise((resolve) => endless.close(resolve));
+    }
   });
 
   it("removes the file and any part (an archive's too); an unknown name lists the known ones", async () => {

