@@ -55,7 +55,7 @@ const ROUNDS = 3;
 /** How long the pool stands idle before "after" is read again. */
 const IDLE_MS = 5_000;
 
-type Photo = "coffee" | "astronaut" | "boats";
+type Photo = "coffee" | "astronaut" | "boats" | "basketball";
 const PHOTOS: Photo[] = ["coffee", "astronaut", "boats"];
 
 interface Edit {
@@ -84,7 +84,20 @@ const EDITS: Edit[] = [
   { name: "remove the boats (detect + inpaint)", photo: "boats", prompt: "remove the boats", format: "jpeg" },
 ];
 
-const inputPath = (name: string) => path.join(workDirectory, `${name}-${WIDTH}.jpg`);
+/**
+ * With RETOUCH_BENCH_MIXED=1, each 12 MP edit of a round is followed by this 1 MP removal: a learned inpainter fills
+ * pictures up to 4 MP only, so its passes then run beside 12 MP frames, as in a worker of mixed sizes.
+ */
+const MIXED = process.env.RETOUCH_BENCH_MIXED === "1";
+const SMALL: Edit = {
+  name: "remove the person on the left (basketball, 1224x918)",
+  photo: "basketball",
+  prompt: "remove the person on the left",
+  format: "jpeg",
+};
+const roundEdits = (): Edit[] => (MIXED ? EDITS.flatMap((edit) => [edit, SMALL]) : EDITS);
+
+const inputPath = (name: Photo) => path.join(workDirectory, name === SMALL.photo ? `${name}-1224.jpg` : `${name}-${WIDTH}.jpg`);
 const maskPath = (edit: Edit) => path.join(workDirectory, `mask-${(edit.mask ?? []).join("-")}.png`);
 
 /** 12 MP camera-like JPEGs (q95, sensor-like grain) made from fixture photos, and the masks. */
@@ -94,6 +107,8 @@ async function prepareInputs(): Promise<void> {
     const image = await grainyPhoto(WIDTH, HEIGHT, 6, new URL(`${photo}.jpg`, fixtures));
     await writeFile(inputPath(photo), await image.jpeg({ quality: 95 }).toBuffer());
   }
+  const basketball = sharp(new URL("basketball.jpg", fixtures).pathname).resize(1224);
+  await writeFile(inputPath(SMALL.photo), await basketball.jpeg({ quality: 92 }).toBuffer());
   for (const edit of EDITS) {
     if (!edit.mask) continue;
     const [x, y, width, height] = edit.mask;
@@ -152,7 +167,7 @@ function resetPeak(): boolean {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const readInputs = async () =>
-  new Map(await Promise.all(PHOTOS.map(async (photo) => [photo, await readFile(inputPath(photo))] as const)));
+  new Map(await Promise.all([...PHOTOS, SMALL.photo].map(async (photo) => [photo, await readFile(inputPath(photo))] as const)));
 
 /** Child mode, the floor: the same images decoded and encoded to the same formats, two at a time; prints a JSON line. */
 async function measureFloor(): Promise<void> {
@@ -191,7 +206,7 @@ async function measureEdits(learned: string | undefined): Promise<void> {
     const peakMark = resetPeak();
     const started = performance.now();
     await Promise.all(
-      EDITS.map(async (edit) => {
+      roundEdits().map(async (edit) => {
         const image = inputs.get(edit.photo) as Buffer;
         const mask = edit.mask ? await readFile(maskPath(edit)) : undefined;
         try {
@@ -279,7 +294,7 @@ async function main(): Promise<void> {
     .map(([name, value]) => `${name}=${value}`)
     .join(", ");
   console.log(
-    `${EDITS.length} edits of ${WIDTH}x${HEIGHT} JPEGs (q95, made from fixture photos) per round, ${ROUNDS} rounds, through an EnginePool of 2 threads; \`pnpm start\`'s settings: ${settings}.\n`,
+    `${EDITS.length} edits of ${WIDTH}x${HEIGHT} JPEGs (q95, made from fixture photos) per round${MIXED ? `, each followed by "${SMALL.prompt}" on ${SMALL.name.replace(/^.*\(/, "").replace(")", "")} (RETOUCH_BENCH_MIXED)` : ""}, ${ROUNDS} rounds, through an EnginePool of 2 threads; \`pnpm start\`'s settings: ${settings}.\n`,
   );
   const row = (label: string, value: (figures: Figures) => string) =>
     console.log(`| ${label} | ${runs.map((run) => value(run.figures)).join(" | ")} |`);
@@ -299,7 +314,7 @@ async function main(): Promise<void> {
   console.log(`\n| Time, the whole round | ${runs.map((run) => run.name).join(" | ")} |`);
   console.log(`|---|${runs.map(() => "---|").join("")}`);
   row("floor: decode + encode of the same 6 images, two at a time", ({ floor }) => seconds(floor.time));
-  row("the 6 edits, by round", ({ floor, edits }) =>
+  row(`the ${roundEdits().length} edits, by round`, ({ floor, edits }) =>
     edits.roundTimes.map((time) => `${seconds(time)} (${(time / floor.time).toFixed(0)}x)`).join(", "),
   );
   for (const run of runs) {
