@@ -360,7 +360,7 @@ const BUILT_IN_ENTRIES: ModelEntry[] = [
 export const BUILT_IN_CATALOG: ModelCatalog = checkCatalog({
   entries: BUILT_IN_ENTRIES,
   // MI-GAN (MIT, 28 MB) fills object removals where it can be fetched: on the removal yardstick's real photographs it
-  // left no silhouette where PatchMatch left one in 12 of 15, at about 0.15 s more a 1 MP removal
+  // left no silhouette where PatchMatch left one in 12 of 15, at about 0.2 s more a 1 MP removal
   // (docs/engine.md#learned-inpainting). PatchMatch stays the fill offline, until MI-GAN is there, and above
   // LEARNED_FILL_MAX_PIXELS; RETOUCH_INPAINTING_MODEL=patchmatch keeps it alone. LaMa (208 MB) is unmeasured here.
   defaults: { background: "isnet-general-use", inpainting: "migan" },
