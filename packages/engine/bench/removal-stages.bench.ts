@@ -263,6 +263,7 @@ async function asService(runs: number): Promise<void> {
   );
   const learned = benchInpaintingModel();
   console.log(`Fill: ${learned ? `${path.basename(learned.path)} (${learned.kind})` : "PatchMatch"}.\n`);
+  const served: number[] = [];
   console.log("| Subject | Allocator | Median | Runs | Median by stage | 1-minute load average after |");
   console.log("|---|---|---|---|---|---|");
   for (const subject of subjects()) {
@@ -286,8 +287,13 @@ async function asService(runs: number): Promise<void> {
       console.log(
         `| ${subject.name}, "${subject.prompt}" | ${name} | **${(median(times) / 1000).toFixed(2)} s** | ${all} s | ${byStage} | ${load.toFixed(2)} |`,
       );
+      if (env === environments[0]?.env) served.push(median(times));
     }
   }
+  const slowest = Math.max(...served) / 1000;
+  console.log(
+    `\nIssue 23's goal: a 1 MP removal in at most 2 s on two cores; as the service runs it, under \`pnpm start\`'s settings: medians ${served.map((ms) => (ms / 1000).toFixed(2)).join(" and ")} s (${slowest <= 2 ? "within" : "over"}).`,
+  );
   await rm(directory, { recursive: true, force: true });
 }
 
