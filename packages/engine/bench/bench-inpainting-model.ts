@@ -10,9 +10,17 @@ import { ModelLibrary } from "../src/models/model-library";
 export function benchInpaintingModel(): { path: string; kind: InpaintingModelKind } | undefined {
   const file = process.env.RETOUCH_BENCH_INPAINTING_MODEL;
   if (!file) return undefined;
-  const kind = INPAINTING_MODEL_KINDS.find((candidate) => candidate === (process.env.RETOUCH_BENCH_INPAINTING_KIND ?? "migan"));
-  if (!kind) throw new Error(`RETOUCH_BENCH_INPAINTING_KIND must be one of ${INPAINTING_MODEL_KINDS.join(", ")}`);
-  return { path: path.resolve(file), kind };
+  return {
+    path: path.resolve(file),
+    kind: inpaintingKind(process.env.RETOUCH_BENCH_INPAINTING_KIND ?? "migan", "RETOUCH_BENCH_INPAINTING_KIND"),
+  };
+}
+
+/** `value` as an inpainting model kind; an error naming `setting` (where it came from) when it is none. */
+export function inpaintingKind(value: string, setting: string): InpaintingModelKind {
+  const kind = INPAINTING_MODEL_KINDS.find((candidate) => candidate === value);
+  if (!kind) throw new Error(`${setting} must be one of ${INPAINTING_MODEL_KINDS.join(", ")}, not ${value}`);
+  return kind;
 }
 
 /**

@@ -36,7 +36,7 @@ import { fileURLToPath } from "node:url";
 import type { GreyImage, Inpainter, RgbaImage } from "../src/engine.ports";
 import { OnnxInpainter } from "../src/inpainting/inpainting.onnx";
 import { PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
-import { INPAINTING_MODEL_KINDS, type InpaintingModelKind } from "../src/models/model-catalog";
+import type { InpaintingModelKind } from "../src/models/model-catalog";
 import { LocalOnnxRunner } from "../src/models/onnx-runner";
 import { decodeImage, encodeImage } from "../src/pixels/image-codec";
 import { dilate } from "../src/pixels/mask-ops";
@@ -44,7 +44,7 @@ import { widenUserMask } from "../src/workflows/object-removal";
 import { meanColourLamaModel } from "../test/onnx-model.builder";
 import { loadMatte, loadPhoto, SUBJECT_PHOTOS } from "../test/real-photos.fixture";
 import { flatFill, maskedError, textureEnergy } from "../test/synthetic-scenes.fixture";
-import { pulledMigan } from "./bench-inpainting-model";
+import { inpaintingKind, pulledMigan } from "./bench-inpainting-model";
 import { timed } from "./bench-timing";
 
 const workDirectory = path.join(os.tmpdir(), "retouch-inpainting-bench");
@@ -198,11 +198,9 @@ async function main(): Promise<void> {
     return;
   }
   const given = process.env.RETOUCH_BENCH_INPAINTING_MODEL ?? (await pulledMigan());
-  const kind = (
-    process.env.RETOUCH_BENCH_INPAINTING_MODEL ? (process.env.RETOUCH_BENCH_INPAINTING_KIND ?? "lama") : "migan"
-  ) as InpaintingModelKind;
-  if (!INPAINTING_MODEL_KINDS.includes(kind))
-    throw new Error(`RETOUCH_BENCH_INPAINTING_KIND must be one of ${INPAINTING_MODEL_KINDS.join(", ")}`);
+  const kind = process.env.RETOUCH_BENCH_INPAINTING_MODEL
+    ? inpaintingKind(process.env.RETOUCH_BENCH_INPAINTING_KIND ?? "lama", "RETOUCH_BENCH_INPAINTING_KIND")
+    : "migan";
   await mkdir(workDirectory, { recursive: true });
   const modelPath = given ?? path.join(workDirectory, "test-mean-colour-lama.onnx");
   if (!given) await writeFile(modelPath, meanColourLamaModel());

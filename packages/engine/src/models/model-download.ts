@@ -111,11 +111,11 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
       const attempts = Math.max(1, options.attempts ?? 3);
       const member = archiveMember(url);
       const archive = archivePartPath(finalPath);
+      // The file itself, or the archive that carries it (of no published size, but bounded).
+      const file: Target = { part: partPath(finalPath), size: entry.size, limit: entry.size };
+      const into: Target = member ? { part: archive, size: undefined, limit: archiveLimit(entry.size) } : file;
       try {
-        const into = member
-          ? { part: archive, size: undefined, limit: archiveLimit(entry.size) }
-          : { part: partPath(finalPath), size: entry.size, limit: entry.size };
-        fetched = await pRetry(() => fetchInto(url, into.part, into.size, options, into.limit), {
+        fetched = await pRetry(() => fetchInto(url, into, options), {
           retries: attempts - 1,
           // The same pause before every attempt: each resumes where the last stopped, so backing off buys nothing.
           minTimeout: options.retryDelayMs ?? 1000,
@@ -152,7 +152,7 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
           error: new Error(`the resumed file does not verify (${mismatch}), so it is fetched whole`),
         });
         await rm(partPath(finalPath), { force: true });
-        fetched = await fetchInto(url, partPath(finalPath), entry.size, options, entry.size).catch((error: unknown) => {
+        fetched = await fetchInto(url, file, options).catch((error: unknown) => {
           lastError = error instanceof Error ? error : new Error(String(error));
           return undefined;
         });
@@ -269,17 +269,18 @@ function archiveLimit(size: number | undefined): number | undefined {
   return size === undefined ? undefined : ARCHIVE_MAX_FACTOR * size + 2 ** 20;
 }
 
+/** Where a download goes: its part file, the whole size when known, and the most a host may send. */
+interface Target {
+  part: string;
+  size: number | undefined;
+  limit: number | undefined;
+}
+
 /**
- * One HTTP request that appends to the part file, resuming from its current size; `size` is the whole file's, when
- * known. A host that announces or sends more than `limit` bytes in all is refused and the part deleted.
+ * One HTTP request that appends to the part file, resuming from its current size. A host that announces or sends
+ * more than the target's limit in all is refused and the part deleted.
  */
-async function fetchInto(
-  url: string,
-  part: string,
-  size: number | undefined,
-  options: DownloadOptions,
-  limit: number | undefined,
-): Promise<{ resumedFrom: number }> {
+async function fetchInto(url: string, { part, size, limit }: Target, options: DownloadOptions): Promise<{ resumedFrom: number }> {
   const { entry } = options;
   let offset = (await stat(part).catch(() => undefined))?.size ?? 0;
   if (size !== undefined && offset > size) {
