@@ -294,7 +294,7 @@ async function main(): Promise<void> {
     .map(([name, value]) => `${name}=${value}`)
     .join(", ");
   console.log(
-    `${EDITS.length} edits of ${WIDTH}x${HEIGHT} JPEGs (q95, made from fixture photos) per round${MIXED ? `, each followed by "${SMALL.prompt}" on ${SMALL.name.replace(/^.*\(/, "").replace(")", "")} (RETOUCH_BENCH_MIXED)` : ""}, ${ROUNDS} rounds, through an EnginePool of 2 threads; \`pnpm start\`'s settings: ${settings}.\n`,
+    `${EDITS.length} edits of ${WIDTH}x${HEIGHT} JPEGs (q95, made from fixture photos) per round${MIXED ? `, each followed by ${SMALL.name} (RETOUCH_BENCH_MIXED)` : ""}, ${ROUNDS} rounds, through an EnginePool of 2 threads; \`pnpm start\`'s settings: ${settings}.\n`,
   );
   const row = (label: string, value: (figures: Figures) => string) =>
     console.log(`| ${label} | ${runs.map((run) => value(run.figures)).join(" | ")} |`);
