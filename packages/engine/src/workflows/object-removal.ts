@@ -246,17 +246,22 @@ export class DetectAndInpaintRemover implements ObjectRemover {
         for (const detection of selection.detections) if (!chosen.includes(detection)) chosen.push(detection);
       }
       const unconfirmed: Detection[] = [];
-      await this.poseOf(image, chosen, poses, context);
+      // The keypoints (the vision thread) are asked now and wanted only for each target's last prompt: the box
+      // prompts before it run on the inference thread meanwhile.
+      const posing = this.poseOf(image, chosen, poses, context);
+      posing.catch(() => {});
+      const bodyOf = (target: Detection) => posing.then(() => poses.get(target) ?? []);
       for (const target of chosen) {
         throwIfCancelled(context.signal);
         let verdict = verdicts.get(target);
         if (!verdict) {
-          const body = poses.get(target) ?? [];
-          verdict = await confirmDetection(target, detections, body, embedding, this.promptable as PromptableSegmenter, context);
+          const segmenter = this.promptable as PromptableSegmenter;
+          verdict = await confirmDetection(target, detections, () => bodyOf(target), embedding, segmenter, context);
           verdicts.set(target, verdict);
         }
         if (!verdict.confirmed) unconfirmed.push(target);
       }
+      await posing;
       if (unconfirmed.length === 0) break;
       candidates = candidates.filter((detection) => !unconfirmed.includes(detection));
     }
@@ -419,7 +424,7 @@ type Confirmation =
 async function confirmDetection(
   target: Detection,
   detections: Detection[],
-  body: Keypoint[],
+  bodyOf: () => Promise<Keypoint[]>,
   embedding: ImageEmbedding,
   segmenter: PromptableSegmenter,
   context: WorkContext,
@@ -459,6 +464,7 @@ async function confirmDetection(
     if (x > box.x && x < box.x + box.width && y > box.y && y < box.y + box.height) leaveOut.push({ x, y, include: false });
   }
   // The person's confident keypoints inside the box, unless a neighbour kept out owns the spot (a foot on the ball).
+  const body = await bodyOf();
   const inBoxParts = body.filter(
     (part) =>
       part.score >= KEYPOINT_SCORE &&
