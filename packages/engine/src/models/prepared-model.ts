@@ -4,11 +4,12 @@ import os from "node:os";
 import path from "node:path";
 import { collectGarbage } from "../runtime/garbage-collection";
 import { withFloat32Weights } from "./model-float32";
+import { withGainsFolded } from "./model-gain-folding";
 import { declaredInputSize, resizeModelInput, withFirstOutputOnly } from "./model-input-size";
 import { joinPieces } from "./onnx-wire";
 
 /** Bump when a change here or in the rewrites makes earlier prepared files stale. */
-const PREPARATION_VERSION = 1;
+const PREPARATION_VERSION = 2;
 
 /**
  * Where a prepared model is written, in order: a `.prepared` folder beside the model (on the disk that
@@ -31,7 +32,8 @@ export interface ModelPreparation {
 /**
  * The file onnxruntime loads for a model: the model itself when it loads as
  * it is, or, when the engine changes it (side outputs pruned, a fixed input
- * resized, float16 weights widened: model-input-size.ts, model-float32.ts),
+ * resized, scalar gains folded into convolutions, float16 weights widened: model-input-size.ts,
+ * model-gain-folding.ts, model-float32.ts),
  * the changed model, written once to the first of `directories` that can be
  * written and found there by every later load, in this process and the next
  * (keyed by the source's path, size and time, and what is changed).
@@ -105,6 +107,8 @@ async function preparedPieces(spec: ModelPreparation): Promise<Uint8Array[] | un
   if (!spec.allOutputs) step(withFirstOutputOnly(model));
   // A model with symbolic height and width takes any size as it is.
   if (spec.inputSize && declaredInputSize(model)) step(resizeModelInput(model, spec.inputSize));
+  const folded = withGainsFolded(model);
+  if (folded) step(joinPieces(folded));
   const widened = withFloat32Weights(model);
   if (widened) return widened;
   return changed ? [model] : undefined;
