@@ -150,6 +150,24 @@ describe("EnginePool's vision thread", () => {
     expect(engine.visionThread.starts).toBe(2);
   }, 120_000);
 
+  it("ends the idle thread while a picture over 4 MP is edited: not kept beside that frame for the next removal", async () => {
+    const engine = pool(1, { maxPixels: 40_000_000 });
+    const small = await loadPhoto("boats");
+    await engine.edit({ image: small, prompt: "remove the boat on the left", format: "png" });
+    // Kept for the next small removal (30 s idle).
+    expect(engine.visionThread).toEqual({ starts: 1, running: true });
+    const large = await sharp(await loadPhoto("coffee"))
+      .resize(2600, 1950)
+      .jpeg({ quality: 90 })
+      .toBuffer();
+    const edit = engine.edit({ image: large, prompt: "make it black and white" });
+    await vi.waitFor(() => expect(engine.visionThread.running).toBe(false), { timeout: 5_000, interval: 5 });
+    await edit;
+    // The next small removal starts it again.
+    await engine.edit({ image: small, prompt: "remove the boat on the left", format: "png" });
+    expect(engine.visionThread).toEqual({ starts: 2, running: true });
+  }, 120_000);
+
   it("a removal cancelled while it waits on the thread does not take the thread down for the next", async () => {
     const engine = pool(1);
     const source = await loadPhoto("boats");

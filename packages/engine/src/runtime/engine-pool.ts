@@ -1,5 +1,6 @@
 import os from "node:os";
 import { MessageChannel, Worker } from "node:worker_threads";
+import sharp from "sharp";
 import type { EditRequest, EditResult, ImageEngine } from "../engine.ports";
 import { EngineError } from "../engine-error";
 import type { OnnxModelSpec } from "../models/onnx-runner";
@@ -36,6 +37,10 @@ export interface EnginePoolOptions {
 interface Task {
   id: number;
   request: WorkerRequest;
+  /** The picture's pixels, from its header (undefined where it cannot be read: the edit says why). */
+  pixels: Promise<number | undefined>;
+  /** Ends the vision thread's count of this edit (VisionThreadHost.track), once it runs. */
+  untrack?: () => void;
   signal: AbortSignal | undefined;
   resolve(result: EditResult): void;
   reject(error: unknown): void;
@@ -60,6 +65,16 @@ function toTransferable(bytes: Buffer): Uint8Array {
   const copy = new Uint8Array(bytes.byteLength);
   copy.set(bytes);
   return copy;
+}
+
+/** The picture's pixels from its header (libvips reads no more); undefined where it cannot be read. */
+function pixelsOf(bytes: Buffer): Promise<number | undefined> {
+  return sharp(bytes, { limitInputPixels: false })
+    .metadata()
+    .then(
+      ({ width, height }) => (width && height ? width * height : undefined),
+      () => undefined,
+    );
 }
 
 function usesModels(options: EngineWorkerOptions): boolean {
@@ -156,6 +171,8 @@ export class EnginePool implements ImageEngine {
       const task: Task = {
         id: this.nextId++,
         request: { ...rest, image: toTransferable(image), ...(mask ? { mask: toTransferable(mask) } : {}) },
+        // From the caller's bytes, which stay here; the copy goes to the engine thread.
+        pixels: pixelsOf(image),
         signal,
         resolve,
         reject,
@@ -288,6 +305,7 @@ export class EnginePool implements ImageEngine {
 
   private run(slot: Slot, task: Task): void {
     slot.task = task;
+    task.untrack = this.vision.track(task.pixels);
     const transfer = [task.request.image.buffer, ...(task.request.mask ? [task.request.mask.buffer] : [])] as ArrayBuffer[];
     slot.worker.postMessage({ kind: "edit", id: task.id, request: task.request } satisfies WorkerMessage, transfer);
     task.signal?.addEventListener(
@@ -312,6 +330,7 @@ export class EnginePool implements ImageEngine {
     const task = slot.task;
     if (!task || task.id !== reply.id) return;
     slot.task = undefined;
+    task.untrack?.();
     if (reply.ok)
       task.resolve({
         ...reply.result,
@@ -325,6 +344,7 @@ export class EnginePool implements ImageEngine {
   private fail(slot: Slot, error: unknown): void {
     const task = slot.task;
     slot.task = undefined;
+    task?.untrack?.();
     task?.reject(error);
     this.remove(slot);
     this.dispatch();

@@ -6,7 +6,7 @@ import { workerScript } from "../runtime/worker-script";
 import { throwIfCancelled } from "../work-checkpoint";
 import { loadHumanModel, type ModelThread, openModelThread } from "./human-model";
 import { type PoseThread, prepareMoveNet, runMoveNet } from "./pose-keypoints";
-import { VISION_KEEP_MAX_PIXELS, type VisionThreadClient } from "./vision-thread";
+import type { VisionThreadClient } from "./vision-thread";
 import type { DetectorThreadInput, HumanThreadInput, HumanThreadOutput } from "./vision-thread.protocol";
 
 /**
@@ -84,14 +84,9 @@ export class HumanObjectDetector implements ObjectDetector {
     this.shared = options.shared;
   }
 
-  detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
-    return this.detectScaled(image, context, image.width * image.height);
-  }
-
-  /** Detects on `image`, the edited picture of `framePixels` scaled down (engine.ts, EarlyDetector). */
-  async detectScaled(image: RgbaImage, context: WorkContext, framePixels: number): Promise<Detection[]> {
+  async detect(image: RgbaImage, context: WorkContext): Promise<Detection[]> {
     throwIfCancelled(context.signal);
-    const opened = this.open(await pixelsOf(image), context, framePixels > VISION_KEEP_MAX_PIXELS);
+    const opened = this.open(await pixelsOf(image), context);
     try {
       return this.read((await opened.first) as Float32Array, image);
     } finally {
@@ -111,7 +106,7 @@ export class HumanObjectDetector implements ObjectDetector {
     keep: (detections: Detection[]) => boolean,
   ): Promise<{ detections: Detection[]; pose?: PoseThread }> {
     throwIfCancelled(context.signal);
-    const opened = this.open(await pixelsOf(image), context, false);
+    const opened = this.open(await pixelsOf(image), context);
     let detections: Detection[];
     try {
       detections = this.read((await opened.first) as Float32Array, image);
@@ -145,11 +140,11 @@ export class HumanObjectDetector implements ObjectDetector {
     };
   }
 
-  /** The pool's vision thread (given back on close when the picture is `large`), else a thread of this detection's own. */
-  private open(pixels: Uint8Array, context: WorkContext, large: boolean): ModelThread<HumanThreadInput, HumanThreadOutput> {
+  /** The pool's vision thread, else a thread of this detection's own. */
+  private open(pixels: Uint8Array, context: WorkContext): ModelThread<HumanThreadInput, HumanThreadOutput> {
     const options = { signal: context.signal, what: "object detector" };
     return this.shared
-      ? this.shared.open({ pixels }, { ...options, large })
+      ? this.shared.open({ pixels }, options)
       : openModelThread<HumanThreadInput, HumanThreadOutput>(thread, { pixels }, options);
   }
 

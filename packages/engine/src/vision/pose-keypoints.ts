@@ -3,7 +3,7 @@ import type { Box, RgbaImage, WorkContext } from "../engine.ports";
 import { workerScript } from "../runtime/worker-script";
 import { throwIfCancelled } from "../work-checkpoint";
 import { loadHumanModel, runModelThread } from "./human-model";
-import { VISION_KEEP_MAX_PIXELS, type VisionThreadClient } from "./vision-thread";
+import type { VisionThreadClient } from "./vision-thread";
 import type { PoseThreadInput } from "./vision-thread.protocol";
 
 /**
@@ -134,7 +134,7 @@ export class MoveNetPoseEstimator implements PoseEstimator {
     const answers = open
       ? await open.keypoints({ crops }, transfer)
       : this.shared
-        ? await askSharedThread(this.shared, { crops }, ask, image.width * image.height > VISION_KEEP_MAX_PIXELS)
+        ? ((await this.shared.ask({ crops }, ask)) as Float32Array[])
         : await runModelThread<PoseThreadInput, Float32Array[]>(thread, { crops }, ask);
     return answers.map((values, n) => {
       const square = squares[n] as Square;
@@ -145,20 +145,6 @@ export class MoveNetPoseEstimator implements PoseEstimator {
         score: values[3 * k + 2] ?? 0,
       }));
     });
-  }
-}
-
-/** The keypoints from the pool's vision thread, given back after them when the picture is large (vision-thread.ts). */
-async function askSharedThread(
-  shared: VisionThreadClient,
-  input: PoseThreadInput,
-  options: { signal: AbortSignal | undefined; what: string; transfer: ArrayBuffer[] },
-  large: boolean,
-): Promise<Float32Array[]> {
-  try {
-    return (await shared.ask(input, options)) as Float32Array[];
-  } finally {
-    if (large) shared.release();
   }
 }
 

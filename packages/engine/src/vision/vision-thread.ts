@@ -26,9 +26,9 @@ const script = workerScript("vision.worker", import.meta.url);
 
 /**
  * A model thread (about 115 MB) is never kept beside the frame of a picture larger than this.
- * The pool's vision thread is given back as soon as such an edit needs it no more (after the
- * detection, after the keypoints), and without a pool the detector's thread is not kept open for
- * the keypoints, which start a thread of their own. Kept, the thread lived beside a 12 MP
+ * While such an edit runs, the pool's vision thread is ended as soon as it has answered (after the
+ * detection, after the keypoints: VisionThreadHost.track), and without a pool the detector's thread
+ * is not kept open for the keypoints, which start a thread of their own. Kept, the thread lived beside a 12 MP
  * frame's decode and fill: the memory bench at concurrency 2 with IS-Net and the segmenter
  * peaked at 1084-1109 MiB with it (the vision thread kept: 1097 MiB), against 999-1034 MiB
  * without (docs/engine.md), where its start is a small part of a 12 MP edit. At 1 MP the frame
@@ -36,13 +36,11 @@ const script = workerScript("vision.worker", import.meta.url);
  */
 export const VISION_KEEP_MAX_PIXELS = 4_000_000;
 
-/** A pass asked of the thread, and the answer it gets back under the same id. */
+/** A pass asked of the thread (what an engine thread sends), and the answer it gets back under the same id. */
 export interface VisionTask {
   id: number;
   input: HumanThreadInput;
 }
-/** What an engine thread sends: a pass, or word that its large picture needs the thread no more. */
-export type VisionRequest = VisionTask | { release: true };
 export type VisionReply = { id: number } & ModelThreadReply<HumanThreadOutput>;
 
 interface Route {
@@ -59,8 +57,8 @@ export class VisionThreadHost {
   private idleTimer: NodeJS.Timeout | undefined;
   private nextId = 1;
   private startCount = 0;
-  /** A large picture's edit is done with the thread: end it as soon as no one waits on it. */
-  private endWhenIdle = false;
+  /** Edits in flight whose picture is over VISION_KEEP_MAX_PIXELS (see `track`). */
+  private largeEdits = 0;
 
   constructor(private readonly idleMs = VISION_IDLE_MS) {}
 
@@ -72,12 +70,35 @@ export class VisionThreadHost {
   /** A port for one engine thread (its VisionThreadClient connects to it). */
   connect(): MessagePort {
     const { port1, port2 } = new MessageChannel();
-    port2.on("message", (request: VisionRequest) => this.forward(port2, request));
+    port2.on("message", (request: VisionTask) => this.forward(port2, request));
     port2.on("close", () => this.ports.delete(port2));
     // An engine thread's port must not keep the process alive; the engine thread itself does while it edits.
     port2.unref();
     this.ports.add(port2);
     return port1;
+  }
+
+  /**
+   * An edit the pool runs, by its picture's pixels (undefined where they cannot be read); call the answer when it
+   * ends. While an edit over VISION_KEEP_MAX_PIXELS runs, the thread is never kept idle: it is ended as soon as it
+   * has answered what it was asked, and the pose model is not loaded ahead of the keypoints. Beside a 12 MP frame's
+   * decode and fill it is 115 MB the worker's budget has not got (the mixed-size memory bench, docs/engine.md);
+   * a small removal then pays for its start, once for the detection and once for the keypoints.
+   */
+  track(pixels: Promise<number | undefined>): () => void {
+    let counted = false;
+    let ended = false;
+    void pixels.then((count) => {
+      if (ended || count === undefined || count <= VISION_KEEP_MAX_PIXELS) return;
+      counted = true;
+      this.largeEdits++;
+      if (this.routes.size === 0) this.endIdle();
+    });
+    return () => {
+      if (ended) return;
+      ended = true;
+      if (counted) this.largeEdits--;
+    };
   }
 
   close(): Promise<void> {
@@ -89,10 +110,10 @@ export class VisionThreadHost {
     return worker ? worker.terminate().then(() => undefined) : Promise.resolve();
   }
 
-  private forward(port: MessagePort, request: VisionRequest): void {
-    if ("release" in request) {
-      this.endWhenIdle = true;
-      if (this.routes.size === 0) this.endIdle();
+  private forward(port: MessagePort, request: VisionTask): void {
+    // Loading the pose model ahead is for a thread kept up until the keypoints are asked: not now.
+    if (this.largeEdits > 0 && "preparePose" in request.input) {
+      port.postMessage({ id: request.id, ok: true, output: null } satisfies VisionReply);
       return;
     }
     clearTimeout(this.idleTimer);
@@ -129,7 +150,7 @@ export class VisionThreadHost {
     route.port.postMessage({ ...reply, id: route.id } satisfies VisionReply);
     if (this.routes.size > 0) return;
     clearTimeout(this.idleTimer);
-    if (this.endWhenIdle) {
+    if (this.largeEdits > 0) {
       this.endIdle();
       return;
     }
@@ -138,7 +159,6 @@ export class VisionThreadHost {
   }
 
   private endIdle(): void {
-    this.endWhenIdle = false;
     if (this.routes.size > 0 || !this.worker) return;
     const worker = this.worker;
     this.worker = undefined;
@@ -160,7 +180,7 @@ interface Waiter {
 export class VisionThreadClient {
   private port: MessagePort | undefined;
   private readonly waiting = new Map<number, Waiter>();
-  private readonly unsent: { request: VisionRequest; transfer: ArrayBuffer[] }[] = [];
+  private readonly unsent: { request: VisionTask; transfer: ArrayBuffer[] }[] = [];
   private nextId = 1;
 
   connect(port: MessagePort): void {
@@ -201,12 +221,7 @@ export class VisionThreadClient {
     return answer;
   }
 
-  /** This edit needs the thread no more, and its picture is large: the pool ends the thread once no one waits on it. */
-  release(): void {
-    this.send({ release: true }, []);
-  }
-
-  private send(request: VisionRequest, transfer: ArrayBuffer[]): void {
+  private send(request: VisionTask, transfer: ArrayBuffer[]): void {
     if (this.port) this.port.postMessage(request, transfer);
     else this.unsent.push({ request, transfer });
   }
@@ -217,16 +232,12 @@ export class VisionThreadClient {
    */
   open(
     first: HumanThreadInput,
-    options: { signal: AbortSignal | undefined; what: string; large: boolean },
+    options: { signal: AbortSignal | undefined; what: string },
   ): ModelThread<HumanThreadInput, HumanThreadOutput> {
-    let closed = false;
     return {
       first: this.ask(first, options),
       ask: (input, transfer) => this.ask(input, { ...options, ...(transfer ? { transfer } : {}) }),
-      close: () => {
-        if (!closed && options.large) this.release();
-        closed = true;
-      },
+      close: () => {},
     };
   }
 }

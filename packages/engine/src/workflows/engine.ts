@@ -288,11 +288,7 @@ class EarlyDetector implements ObjectDetector {
           ? await human.detectKeepingThread(image, context, (detections) =>
               detections.some((detection) => detection.label === "person"),
             )
-          : {
-              detections: await (human
-                ? human.detectScaled(image, context, width * height)
-                : this.detector.detect(image, context)),
-            };
+          : { detections: await this.detector.detect(image, context) };
       const detections = found.detections.map(({ box, ...detection }) => ({
         ...detection,
         box: { x: box.x * sx, y: box.y * sy, width: box.width * sx, height: box.height * sy },
