@@ -20,32 +20,26 @@
 
 import {
   ATTRIBUTE,
+  dataTypeOf,
   type Field,
+  FLOAT,
+  FLOAT16,
   fields,
   GRAPH,
   graphOf,
   joinPieces,
   lengthDelimited,
   NODE,
+  nameOf,
   nested,
   readVarint,
   rebuildGraphPieces,
+  rewrite,
   str,
   TENSOR,
   varintField,
 } from "./onnx-wire";
 
-// TensorProto.DataType
-const FLOAT = 1;
-const FLOAT16 = 10;
-// TensorProto fields beyond those in onnx-wire: values in int32_data (float16 bits, one per entry), external data.
-const TENSOR_INT32_DATA = 5;
-const TENSOR_DATA_LOCATION = 14;
-// AttributeProto: the integer `i` (Cast's `to`), a subgraph `g`, subgraphs `graphs`, tensors `tensors`.
-const ATTRIBUTE_INT = 3;
-const ATTRIBUTE_GRAPH = 6;
-const ATTRIBUTE_TENSORS = 10;
-const ATTRIBUTE_GRAPHS = 11;
 const GRAPH_SPARSE_INITIALIZER = 15;
 
 /** Widening is not safe for this model: leave it as it is. */
@@ -57,7 +51,7 @@ export function withFloat32Weights(model: Uint8Array): Uint8Array[] | undefined 
   // Most models are float32 throughout: looked over first, so that they are never copied.
   if (!graphFields.some((field) => holdsFloat16(model, field))) return undefined;
   const initializers = new Set(
-    graphFields.filter((field) => field.number === GRAPH.initializer).map((field) => tensorName(model, field)),
+    graphFields.filter((field) => field.number === GRAPH.initializer).map((field) => nameOf(model, field, "tensor")),
   );
   let widened = 0;
   try {
@@ -79,7 +73,7 @@ export function withFloat32Weights(model: Uint8Array): Uint8Array[] | undefined 
         case GRAPH.output: {
           if (elementTypeOf(model, field) !== FLOAT16) return model.subarray(field.start, field.valueEnd);
           // Older exports list the weights among the inputs; a real float16 input or output is the caller's contract.
-          if (field.number === GRAPH.output || !initializers.has(valueInfoName(model, field))) throw new NotWidened();
+          if (field.number === GRAPH.output || !initializers.has(nameOf(model, field, "valueInfo"))) throw new NotWidened();
           return lengthDelimited(field.number, withElementType(model, field, FLOAT));
         }
         // Shape hints of intermediate tensors, some of them float16: onnxruntime infers them again.
@@ -106,25 +100,10 @@ function holdsFloat16(bytes: Uint8Array, field: Field): boolean {
       part.number === NODE.attribute &&
       fields(bytes, part.valueStart, part.valueEnd).some(
         (value) =>
-          (value.number === ATTRIBUTE_INT && readVarint(bytes, value.valueStart).value === FLOAT16) ||
-          ((value.number === ATTRIBUTE.tensor || value.number === ATTRIBUTE_TENSORS) && dataTypeOf(bytes, value) === FLOAT16),
+          (value.number === ATTRIBUTE.int && readVarint(bytes, value.valueStart).value === FLOAT16) ||
+          ((value.number === ATTRIBUTE.tensor || value.number === ATTRIBUTE.tensors) && dataTypeOf(bytes, value) === FLOAT16),
       ),
   );
-}
-
-function dataTypeOf(bytes: Uint8Array, tensor: Field): number | undefined {
-  const dataType = nested(bytes, tensor, TENSOR.dataType);
-  return dataType ? readVarint(bytes, dataType.valueStart).value : undefined;
-}
-
-function tensorName(bytes: Uint8Array, tensor: Field): string {
-  const name = nested(bytes, tensor, 8);
-  return name ? str(bytes, name) : "";
-}
-
-function valueInfoName(bytes: Uint8Array, info: Field): string {
-  const name = nested(bytes, info, 1);
-  return name ? str(bytes, name) : "";
 }
 
 // ValueInfoProto { type = 2 } → TypeProto { tensor_type = 1 } → { elem_type = 1 }.
@@ -142,25 +121,18 @@ function withElementType(bytes: Uint8Array, info: Field, type: number): Uint8Arr
   return rewrite(bytes, info, (field) => (field.number === 2 ? lengthDelimited(2, typeProto(field)) : undefined));
 }
 
-/** The message's fields, each as `map` gives it or, where it gives undefined, copied as it is. */
-function rewrite(bytes: Uint8Array, message: Field, map: (field: Field) => Uint8Array | undefined): Uint8Array {
-  return joinPieces(
-    fields(bytes, message.valueStart, message.valueEnd).map((field) => map(field) ?? bytes.subarray(field.start, field.valueEnd)),
-  );
-}
-
 /** A float16 tensor's bytes as float32 (its TensorProto's body); undefined for any other tensor. */
 function widenTensor(bytes: Uint8Array, tensor: Field): Uint8Array | undefined {
   if (dataTypeOf(bytes, tensor) !== FLOAT16) return undefined;
   const parts = fields(bytes, tensor.valueStart, tensor.valueEnd);
-  if (parts.some((part) => part.number === TENSOR_DATA_LOCATION)) throw new NotWidened();
+  if (parts.some((part) => part.number === TENSOR.dataLocation)) throw new NotWidened();
   const halves = halvesOf(bytes, parts);
   const wide = new Float32Array(halves.length);
   for (let i = 0; i < halves.length; i++) wide[i] = halves[i] as number;
   const kept = parts.map((part) =>
     part.number === TENSOR.dataType
       ? varintField(TENSOR.dataType, FLOAT)
-      : part.number === TENSOR.rawData || part.number === TENSOR_INT32_DATA
+      : part.number === TENSOR.rawData || part.number === TENSOR.int32Data
         ? new Uint8Array(0)
         : bytes.subarray(part.start, part.valueEnd),
   );
@@ -177,7 +149,7 @@ function halvesOf(bytes: Uint8Array, parts: Field[]): Float16Array {
   }
   const bits: number[] = [];
   for (const part of parts) {
-    if (part.number !== TENSOR_INT32_DATA) continue;
+    if (part.number !== TENSOR.int32Data) continue;
     if (part.wireType === 0) {
       bits.push(readVarint(bytes, part.valueStart).value);
       continue;
@@ -202,17 +174,17 @@ function widenNode(bytes: Uint8Array, node: Field): Uint8Array | undefined {
   const body = rewrite(bytes, node, (field) => {
     if (field.number !== NODE.attribute) return undefined;
     const attribute = fields(bytes, field.valueStart, field.valueEnd);
-    if (attribute.some((part) => part.number === ATTRIBUTE_GRAPH || part.number === ATTRIBUTE_GRAPHS)) {
+    if (attribute.some((part) => part.number === ATTRIBUTE.graph || part.number === ATTRIBUTE.graphs)) {
       throw new NotWidened();
     }
     const name = str(bytes, attribute.find((part) => part.number === ATTRIBUTE.name) ?? field);
     const attributeBody = rewrite(bytes, field, (part) => {
-      if ((opType === "Cast" || opType === "CastLike") && name === "to" && part.number === ATTRIBUTE_INT) {
+      if ((opType === "Cast" || opType === "CastLike") && name === "to" && part.number === ATTRIBUTE.int) {
         if (readVarint(bytes, part.valueStart).value !== FLOAT16) return undefined;
         changed = true;
-        return varintField(ATTRIBUTE_INT, FLOAT);
+        return varintField(ATTRIBUTE.int, FLOAT);
       }
-      if (part.number === ATTRIBUTE.tensor || part.number === ATTRIBUTE_TENSORS) {
+      if (part.number === ATTRIBUTE.tensor || part.number === ATTRIBUTE.tensors) {
         const tensor = widenTensor(bytes, part);
         if (!tensor) return undefined;
         changed = true;

@@ -19,29 +19,21 @@
 
 import {
   ATTRIBUTE,
+  dataTypeOf,
   type Field,
+  FLOAT,
   fields,
   GRAPH,
   graphOf,
   joinPieces,
   lengthDelimited,
   NODE,
-  nested,
-  readVarint,
+  nameOf,
   rebuildGraphPieces,
+  rewrite,
   str,
   TENSOR,
 } from "./onnx-wire";
-
-// TensorProto.DataType FLOAT; the fields beyond onnx-wire's: float_data, data_location.
-const FLOAT = 1;
-const TENSOR_FLOAT_DATA = 4;
-const TENSOR_NAME = 8;
-const TENSOR_DATA_LOCATION = 14;
-// AttributeProto: a single float (`value_float`).
-const ATTRIBUTE_FLOAT = 2;
-// ValueInfoProto's name.
-const VALUE_INFO_NAME = 1;
 
 interface GraphNode {
   field: Field;
@@ -67,15 +59,12 @@ export function withGainsFolded(model: Uint8Array): Uint8Array[] | undefined {
   for (const field of graphFields) {
     if (field.number !== GRAPH.output) continue;
     // A graph output is read from outside: never changed in place.
-    const name = nested(model, field, VALUE_INFO_NAME);
-    if (name) readers.set(str(model, name), Number.POSITIVE_INFINITY);
+    readers.set(nameOf(model, field, "valueInfo"), Number.POSITIVE_INFINITY);
   }
   const onlyReader = (name: string) => readers.get(name) === 1;
   const initializers = new Map<string, Field>();
   for (const field of graphFields) {
-    if (field.number !== GRAPH.initializer) continue;
-    const name = nested(model, field, TENSOR_NAME);
-    if (name) initializers.set(str(model, name), field);
+    if (field.number === GRAPH.initializer) initializers.set(nameOf(model, field, "tensor"), field);
   }
   const floats = (name: string) => {
     const field = initializers.get(name);
@@ -123,11 +112,8 @@ export function withGainsFolded(model: Uint8Array): Uint8Array[] | undefined {
     if (dropped.has(field.start)) return undefined;
     const output = renamed.get(field.start);
     if (output !== undefined) return lengthDelimited(GRAPH.node, withOutput(model, field, output));
-    if (field.number === GRAPH.initializer) {
-      const name = nested(model, field, TENSOR_NAME);
-      const gain = name ? scaled.get(str(model, name)) : undefined;
-      if (gain !== undefined) return lengthDelimited(GRAPH.initializer, scaledTensor(model, field, gain));
-    }
+    const gain = field.number === GRAPH.initializer ? scaled.get(nameOf(model, field, "tensor")) : undefined;
+    if (gain !== undefined) return lengthDelimited(GRAPH.initializer, scaledTensor(model, field, gain));
     return model.subarray(field.start, field.valueEnd);
   });
 }
@@ -154,7 +140,7 @@ function constantValues(bytes: Uint8Array, node: GraphNode | undefined): Float32
       const tensor = attribute.find((value) => value.number === ATTRIBUTE.tensor);
       return tensor ? floatValues(bytes, tensor) : undefined;
     }
-    const single = attribute.find((value) => value.number === ATTRIBUTE_FLOAT);
+    const single = attribute.find((value) => value.number === ATTRIBUTE.float);
     if (text === "value_float" && single) return floatsOf(bytes.subarray(single.valueStart, single.valueEnd));
   }
   return undefined;
@@ -163,14 +149,12 @@ function constantValues(bytes: Uint8Array, node: GraphNode | undefined): Float32
 /** A float32 tensor's values, from raw_data or float_data; undefined for another type or data kept outside the file. */
 function floatValues(bytes: Uint8Array, tensor: Field): Float32Array | undefined {
   const parts = fields(bytes, tensor.valueStart, tensor.valueEnd);
-  const type = parts.find((part) => part.number === TENSOR.dataType);
-  if (!type || readVarint(bytes, type.valueStart).value !== FLOAT || parts.some((part) => part.number === TENSOR_DATA_LOCATION))
-    return undefined;
+  if (dataTypeOf(bytes, tensor) !== FLOAT || parts.some((part) => part.number === TENSOR.dataLocation)) return undefined;
   const raw = parts.find((part) => part.number === TENSOR.rawData);
   if (raw) return floatsOf(bytes.subarray(raw.valueStart, raw.valueEnd));
   // Packed (one field) or not (one field a value): the bytes are the values either way.
   const packed = parts
-    .filter((part) => part.number === TENSOR_FLOAT_DATA)
+    .filter((part) => part.number === TENSOR.floatData)
     .map((part) => bytes.subarray(part.valueStart, part.valueEnd));
   return floatsOf(joinPieces(packed));
 }
@@ -186,17 +170,13 @@ function scaledTensor(bytes: Uint8Array, tensor: Field, gain: number): Uint8Arra
   const values = floatValues(bytes, tensor) as Float32Array;
   for (let i = 0; i < values.length; i++) values[i] = (values[i] as number) * gain;
   const kept = fields(bytes, tensor.valueStart, tensor.valueEnd)
-    .filter((part) => part.number !== TENSOR.rawData && part.number !== TENSOR_FLOAT_DATA)
+    .filter((part) => part.number !== TENSOR.rawData && part.number !== TENSOR.floatData)
     .map((part) => bytes.subarray(part.start, part.valueEnd));
   return joinPieces([...kept, lengthDelimited(TENSOR.rawData, new Uint8Array(values.buffer))]);
 }
 
 /** The node's body with its one output named `output`. */
 function withOutput(bytes: Uint8Array, node: Field, output: string): Uint8Array {
-  const parts = fields(bytes, node.valueStart, node.valueEnd).map((part) =>
-    part.number === NODE.output
-      ? lengthDelimited(NODE.output, new TextEncoder().encode(output))
-      : bytes.subarray(part.start, part.valueEnd),
-  );
-  return joinPieces(parts);
+  const name = new TextEncoder().encode(output);
+  return rewrite(bytes, node, (part) => (part.number === NODE.output ? lengthDelimited(NODE.output, name) : undefined));
 }

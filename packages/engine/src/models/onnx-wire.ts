@@ -2,7 +2,7 @@
  * The protobuf wire format as ONNX files use it: read a message's fields where
  * they lie, write varints and length-delimited fields, and rebuild a model
  * around a changed graph. No ONNX library: the engine's model rewrites
- * (model-input-size.ts, model-float32.ts) patch or re-encode only the few
+ * (model-input-size.ts, model-float32.ts, model-gain-folding.ts) patch or re-encode only the few
  * messages they change and copy every other byte as it is.
  */
 
@@ -10,9 +10,13 @@
 export const MODEL_GRAPH = 7;
 export const GRAPH = { node: 1, initializer: 5, input: 11, output: 12, valueInfo: 13 } as const;
 export const NODE = { input: 1, output: 2, opType: 4, attribute: 5 } as const;
-export const ATTRIBUTE = { name: 1, tensor: 5 } as const;
-export const TENSOR = { dims: 1, dataType: 2, rawData: 9 } as const;
+export const ATTRIBUTE = { name: 1, float: 2, int: 3, tensor: 5, graph: 6, tensors: 10, graphs: 11 } as const;
+export const TENSOR = { dims: 1, dataType: 2, floatData: 4, int32Data: 5, name: 8, rawData: 9, dataLocation: 14 } as const;
+export const VALUE_INFO = { name: 1 } as const;
+// TensorProto.DataType.
+export const FLOAT = 1;
 export const INT64 = 7;
+export const FLOAT16 = 10;
 
 export interface Field {
   number: number;
@@ -145,6 +149,24 @@ export function joinPieces(pieces: readonly Uint8Array[]): Uint8Array {
     position += piece.length;
   }
   return out;
+}
+
+/** The message's fields, each as `map` gives it or, where it gives undefined, copied as it is. */
+export function rewrite(bytes: Uint8Array, message: Field, map: (field: Field) => Uint8Array | undefined): Uint8Array {
+  return joinPieces(
+    fields(bytes, message.valueStart, message.valueEnd).map((field) => map(field) ?? bytes.subarray(field.start, field.valueEnd)),
+  );
+}
+
+export function dataTypeOf(bytes: Uint8Array, tensor: Field): number | undefined {
+  const dataType = nested(bytes, tensor, TENSOR.dataType);
+  return dataType ? readVarint(bytes, dataType.valueStart).value : undefined;
+}
+
+/** A TensorProto's or a ValueInfoProto's name. */
+export function nameOf(bytes: Uint8Array, message: Field, kind: "tensor" | "valueInfo"): string {
+  const name = nested(bytes, message, kind === "tensor" ? TENSOR.name : VALUE_INFO.name);
+  return name ? str(bytes, name) : "";
 }
 
 /** The model's graph field; throws when the bytes are no ONNX model. */
