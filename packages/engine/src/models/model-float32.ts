@@ -34,6 +34,7 @@ import {
   nested,
   readVarint,
   rebuildGraphPieces,
+  repeatedVarints,
   rewrite,
   str,
   TENSOR,
@@ -147,20 +148,7 @@ function halvesOf(bytes: Uint8Array, parts: Field[]): Float16Array {
     const copy = new Uint8Array(bytes.subarray(raw.valueStart, raw.valueEnd));
     return new Float16Array(copy.buffer, 0, copy.length / 2);
   }
-  const bits: number[] = [];
-  for (const part of parts) {
-    if (part.number !== TENSOR.int32Data) continue;
-    if (part.wireType === 0) {
-      bits.push(readVarint(bytes, part.valueStart).value);
-      continue;
-    }
-    for (let position = part.valueStart; position < part.valueEnd; ) {
-      const value = readVarint(bytes, position);
-      bits.push(value.value);
-      position = value.next;
-    }
-  }
-  return new Float16Array(new Uint16Array(bits).buffer);
+  return new Float16Array(new Uint16Array(repeatedVarints(bytes, parts, TENSOR.int32Data)).buffer);
 }
 
 /**

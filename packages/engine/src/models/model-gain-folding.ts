@@ -19,28 +19,23 @@
 
 import {
   ATTRIBUTE,
-  dataTypeOf,
   type Field,
-  FLOAT,
   fields,
+  floatsOf,
+  floatValues,
   GRAPH,
+  type GraphNode,
   graphOf,
   joinPieces,
   lengthDelimited,
   NODE,
   nameOf,
+  readNode,
   rebuildGraphPieces,
   rewrite,
   str,
   TENSOR,
 } from "./onnx-wire";
-
-interface GraphNode {
-  field: Field;
-  op: string;
-  inputs: string[];
-  outputs: string[];
-}
 
 export function withGainsFolded(model: Uint8Array): Uint8Array[] | undefined {
   const graphField = graphOf(model);
@@ -118,16 +113,6 @@ export function withGainsFolded(model: Uint8Array): Uint8Array[] | undefined {
   });
 }
 
-function readNode(bytes: Uint8Array, field: Field): GraphNode {
-  const node: GraphNode = { field, op: "", inputs: [], outputs: [] };
-  for (const part of fields(bytes, field.valueStart, field.valueEnd)) {
-    if (part.number === NODE.input) node.inputs.push(str(bytes, part));
-    else if (part.number === NODE.output) node.outputs.push(str(bytes, part));
-    else if (part.number === NODE.opType) node.op = str(bytes, part);
-  }
-  return node;
-}
-
 /** A Constant node's float values (its `value` tensor or `value_float`); undefined for anything else. */
 function constantValues(bytes: Uint8Array, node: GraphNode | undefined): Float32Array | undefined {
   if (node?.op !== "Constant") return undefined;
@@ -144,25 +129,6 @@ function constantValues(bytes: Uint8Array, node: GraphNode | undefined): Float32
     if (text === "value_float" && single) return floatsOf(bytes.subarray(single.valueStart, single.valueEnd));
   }
   return undefined;
-}
-
-/** A float32 tensor's values, from raw_data or float_data; undefined for another type or data kept outside the file. */
-function floatValues(bytes: Uint8Array, tensor: Field): Float32Array | undefined {
-  const parts = fields(bytes, tensor.valueStart, tensor.valueEnd);
-  if (dataTypeOf(bytes, tensor) !== FLOAT || parts.some((part) => part.number === TENSOR.dataLocation)) return undefined;
-  const raw = parts.find((part) => part.number === TENSOR.rawData);
-  if (raw) return floatsOf(bytes.subarray(raw.valueStart, raw.valueEnd));
-  // Packed (one field) or not (one field a value): the bytes are the values either way.
-  const packed = parts
-    .filter((part) => part.number === TENSOR.floatData)
-    .map((part) => bytes.subarray(part.valueStart, part.valueEnd));
-  return floatsOf(joinPieces(packed));
-}
-
-/** Little-endian float32s, copied: aligned for the view (and Buffer's slice() would be no copy at all). */
-function floatsOf(bytes: Uint8Array): Float32Array {
-  const copy = new Uint8Array(bytes);
-  return new Float32Array(copy.buffer, 0, Math.floor(copy.length / 4));
 }
 
 /** The tensor's body with its values times `gain` (rounded to float32), in raw_data. */

@@ -19,6 +19,8 @@ export interface OnnxModelSpec {
    * took the 12 MP memory bench's peak from about 1 GiB to 1192 MiB.
    */
   memoryPattern?: boolean;
+  /** Its matrix products with constant weights on 8-bit integers (model-int8-weights.ts): a different model. */
+  int8Weights?: boolean;
 }
 
 export interface FloatTensor {
@@ -90,7 +92,8 @@ export interface LocalOnnxRunnerOptions {
   onLoaded?: (file: string, seconds: number) => void;
 }
 
-const keyOf = (spec: OnnxModelSpec) => `${spec.inputSize ?? "declared"}:${spec.allOutputs ? "all" : "first"}:${spec.path}`;
+const keyOf = (spec: OnnxModelSpec) =>
+  `${spec.inputSize ?? "declared"}:${spec.allOutputs ? "all" : "first"}:${spec.int8Weights ? "int8:" : ""}${spec.path}`;
 
 /**
  * Sessions in this thread, one per model and size, and one run at a time.

@@ -2,19 +2,22 @@
  * The protobuf wire format as ONNX files use it: read a message's fields where
  * they lie, write varints and length-delimited fields, and rebuild a model
  * around a changed graph. No ONNX library: the engine's model rewrites
- * (model-input-size.ts, model-float32.ts, model-gain-folding.ts) patch or re-encode only the few
+ * (model-input-size.ts, model-float32.ts, model-gain-folding.ts, model-int8-weights.ts) patch or re-encode only the few
  * messages they change and copy every other byte as it is.
  */
 
 // Field numbers from onnx.proto.
 export const MODEL_GRAPH = 7;
+export const MODEL_OPSET_IMPORT = 8;
+export const OPERATOR_SET = { domain: 1, version: 2 } as const;
 export const GRAPH = { node: 1, initializer: 5, input: 11, output: 12, valueInfo: 13 } as const;
-export const NODE = { input: 1, output: 2, opType: 4, attribute: 5 } as const;
+export const NODE = { input: 1, output: 2, name: 3, opType: 4, attribute: 5, domain: 7 } as const;
 export const ATTRIBUTE = { name: 1, float: 2, int: 3, tensor: 5, graph: 6, tensors: 10, graphs: 11 } as const;
 export const TENSOR = { dims: 1, dataType: 2, floatData: 4, int32Data: 5, name: 8, rawData: 9, dataLocation: 14 } as const;
 export const VALUE_INFO = { name: 1 } as const;
 // TensorProto.DataType.
 export const FLOAT = 1;
+export const INT8 = 3;
 export const INT64 = 7;
 export const FLOAT16 = 10;
 
@@ -174,4 +177,64 @@ export function graphOf(model: Uint8Array): Field {
   const graph = fields(model, 0, model.length).find((field) => field.number === MODEL_GRAPH);
   if (!graph) throw new Error("not an ONNX model: no graph");
   return graph;
+}
+
+/** A graph's node, as the rewrites look at it: its operator, what it reads and writes, and where it lies. */
+export interface GraphNode {
+  field: Field;
+  op: string;
+  inputs: string[];
+  outputs: string[];
+}
+
+export function readNode(bytes: Uint8Array, field: Field): GraphNode {
+  const node: GraphNode = { field, op: "", inputs: [], outputs: [] };
+  for (const part of fields(bytes, field.valueStart, field.valueEnd)) {
+    if (part.number === NODE.input) node.inputs.push(str(bytes, part));
+    else if (part.number === NODE.output) node.outputs.push(str(bytes, part));
+    else if (part.number === NODE.opType) node.op = str(bytes, part);
+  }
+  return node;
+}
+
+/** The values of a repeated integer field among a message's `parts`, packed (one field) or not (one field each). */
+export function repeatedVarints(bytes: Uint8Array, parts: readonly Field[], number: number): number[] {
+  const values: number[] = [];
+  for (const part of parts) {
+    if (part.number !== number) continue;
+    if (part.wireType === 0) {
+      values.push(readVarint(bytes, part.valueStart).value);
+      continue;
+    }
+    for (let position = part.valueStart; position < part.valueEnd; ) {
+      const value = readVarint(bytes, position);
+      values.push(value.value);
+      position = value.next;
+    }
+  }
+  return values;
+}
+
+/** A tensor's dimensions. */
+export function dimsOf(bytes: Uint8Array, tensor: Field): number[] {
+  return repeatedVarints(bytes, fields(bytes, tensor.valueStart, tensor.valueEnd), TENSOR.dims);
+}
+
+/** A float32 tensor's values, from raw_data or float_data; undefined for another type or data kept outside the file. */
+export function floatValues(bytes: Uint8Array, tensor: Field): Float32Array | undefined {
+  const parts = fields(bytes, tensor.valueStart, tensor.valueEnd);
+  if (dataTypeOf(bytes, tensor) !== FLOAT || parts.some((part) => part.number === TENSOR.dataLocation)) return undefined;
+  const raw = parts.find((part) => part.number === TENSOR.rawData);
+  if (raw) return floatsOf(bytes.subarray(raw.valueStart, raw.valueEnd));
+  // Packed (one field) or not (one field a value): the bytes are the values either way.
+  const packed = parts
+    .filter((part) => part.number === TENSOR.floatData)
+    .map((part) => bytes.subarray(part.valueStart, part.valueEnd));
+  return floatsOf(joinPieces(packed));
+}
+
+/** Little-endian float32s, copied: aligned for the view (and Buffer's slice() would be no copy at all). */
+export function floatsOf(bytes: Uint8Array): Float32Array {
+  const copy = new Uint8Array(bytes);
+  return new Float32Array(copy.buffer, 0, Math.floor(copy.length / 4));
 }

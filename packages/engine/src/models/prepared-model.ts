@@ -6,6 +6,7 @@ import { collectGarbage } from "../runtime/garbage-collection";
 import { withFloat32Weights } from "./model-float32";
 import { withGainsFolded } from "./model-gain-folding";
 import { declaredInputSize, resizeModelInput, withFirstOutputOnly } from "./model-input-size";
+import { withInt8MatMulWeights } from "./model-int8-weights";
 import { joinPieces } from "./onnx-wire";
 
 /** Bump when a change here or in the rewrites makes earlier prepared files stale. */
@@ -27,13 +28,15 @@ export interface ModelPreparation {
   inputSize?: number;
   /** Keep every output (by default all but the first are pruned: the only one read). */
   allOutputs?: boolean;
+  /** Run its matrix products with constant weights on 8-bit integers (model-int8-weights.ts). */
+  int8Weights?: boolean;
 }
 
 /**
  * The file onnxruntime loads for a model: the model itself when it loads as
  * it is, or, when the engine changes it (side outputs pruned, a fixed input
- * resized, scalar gains folded into convolutions, float16 weights widened: model-input-size.ts,
- * model-gain-folding.ts, model-float32.ts),
+ * resized, scalar gains folded into convolutions, products moved to 8-bit integers where the model asks,
+ * float16 weights widened: model-input-size.ts, model-gain-folding.ts, model-int8-weights.ts, model-float32.ts),
  * the changed model, written once to the first of `directories` that can be
  * written and found there by every later load, in this process and the next
  * (keyed by the source's path, size and time, and what is changed).
@@ -59,6 +62,8 @@ export async function preparedModel(
         source.mtimeMs,
         spec.inputSize ?? null,
         spec.allOutputs === true,
+        // Only when asked: the keys of the files prepared before this option are kept.
+        ...(spec.int8Weights ? ["int8 weights"] : []),
       ]),
     )
     .digest("hex")
@@ -109,6 +114,10 @@ async function preparedPieces(spec: ModelPreparation): Promise<Uint8Array[] | un
   if (spec.inputSize && declaredInputSize(model)) step(resizeModelInput(model, spec.inputSize));
   const folded = withGainsFolded(model);
   if (folded) step(joinPieces(folded));
+  if (spec.int8Weights) {
+    const quantized = withInt8MatMulWeights(model);
+    if (quantized) step(joinPieces(quantized));
+  }
   const widened = withFloat32Weights(model);
   if (widened) return widened;
   return changed ? [model] : undefined;

