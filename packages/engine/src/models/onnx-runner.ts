@@ -3,14 +3,13 @@ import type { InferenceSession } from "onnxruntime-node";
 import { EngineError } from "../engine-error";
 import { collectGarbage } from "../runtime/garbage-collection";
 import { throwIfCancelled } from "../work-checkpoint";
-import { preparedModel } from "./prepared-model";
+import { type ModelPreparation, preparedModel } from "./prepared-model";
 
-/** Which model to run: a file, and for a fixed-size model, the square input size to resize it to (default: as declared). */
-export interface OnnxModelSpec {
-  path: string;
-  inputSize?: number;
-  /** Keep every output of the graph (by default all but the first are pruned at load): for `runOutputs`. */
-  allOutputs?: boolean;
+/**
+ * Which model to run: a file, and how it is prepared before it loads (prepared-model.ts: the square input size of a
+ * fixed-size model, every output kept for `runOutputs`, its products on 8-bit integers), and how its passes run.
+ */
+export interface OnnxModelSpec extends ModelPreparation {
   /**
    * Plan the pass's intermediate tensors into one block that they share (onnxruntime's memory pattern), instead of
    * allocating each: for a model that is run often at one size. Under `pnpm start`'s glibc settings every block of
@@ -19,8 +18,6 @@ export interface OnnxModelSpec {
    * took the 12 MP memory bench's peak from about 1 GiB to 1192 MiB.
    */
   memoryPattern?: boolean;
-  /** Its matrix products with constant weights on 8-bit integers (model-int8-weights.ts): a different model. */
-  int8Weights?: boolean;
 }
 
 export interface FloatTensor {
