@@ -1,7 +1,7 @@
 import ort from "onnxruntime-node";
 import { describe, expect, it } from "vitest";
 import { withGainsFolded } from "../src/models/model-gain-folding";
-import { fields, GRAPH, graphOf, joinPieces, NODE, str } from "../src/models/onnx-wire";
+import { fields, GRAPH, graphOf, joinPieces, readNode } from "../src/models/onnx-wire";
 import { buildOnnxModel, type OnnxNode } from "./onnx-model.builder";
 
 /** A gain after a leaky ReLU folded into the convolution before it (MI-GAN's √2 gains). */
@@ -68,7 +68,7 @@ function opTypes(model: Uint8Array): string[] {
   const graph = graphOf(model);
   return fields(model, graph.valueStart, graph.valueEnd)
     .filter((field) => field.number === GRAPH.node)
-    .map((node) => str(model, fields(model, node.valueStart, node.valueEnd).find((part) => part.number === NODE.opType) ?? node));
+    .map((node) => readNode(model, node).op);
 }
 
 describe("withGainsFolded", () => {
