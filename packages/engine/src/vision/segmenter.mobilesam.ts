@@ -2,7 +2,13 @@ import type { RgbaImage, WorkContext } from "../engine.ports";
 import { EngineError } from "../engine-error";
 import { type OnnxRunner, sharedOnnxRunner } from "../models/onnx-runner";
 import { throwIfCancelled } from "../work-checkpoint";
-import { encoderInputSize, type ImageEmbedding, MinisamSegmenter, type MinisamSegmenterOptions } from "./segmenter.minisam";
+import {
+  checkFinite,
+  encoderInputSize,
+  type ImageEmbedding,
+  MinisamSegmenter,
+  type MinisamSegmenterOptions,
+} from "./segmenter.minisam";
 
 /**
  * MobileSAM (catalog entry `mobilesam`): the TinyViT encoder distilled from
@@ -50,6 +56,7 @@ export class MobileSamSegmenter extends MinisamSegmenter {
       { data: input, dims: [scaledHeight, scaledWidth, 3] },
       context.signal,
     );
+    checkFinite(output, this.encoder.path);
     return { data: output.data, dims: output.dims, scale, width: size.width, height: size.height, scaledWidth, scaledHeight };
   }
 }
