@@ -95,7 +95,7 @@ function archiveOf(url: string, dir: string): { kind: ArchiveKind; member: strin
   const { pathname, hash } = new URL(url);
   const kind = ARCHIVE_KINDS.find((ending) => pathname.endsWith(`.${ending}`));
   if (!kind || hash.length <= 1) return undefined;
-  const name = decodeURIComponent(path.posix.basename(pathname)).replace(/[^A-Za-z0-9._-]/g, "_");
+  const name = path.posix.basename(pathname).replace(/[^A-Za-z0-9._-]/g, "_");
   return { kind, member: decodeURIComponent(hash.slice(1)), part: path.join(dir, `${name}.part`) };
 }
 
