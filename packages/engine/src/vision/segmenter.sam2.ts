@@ -122,7 +122,7 @@ export class Sam2Segmenter extends MinisamSegmenter {
     if (!masks || !(masks.data instanceof Float32Array) || count === 0 || side === 0 || masks.dims[3] !== side || !iou) {
       throw new EngineError("model_failed", "The segmenter's decoder did not return masks and their predicted IoU.");
     }
-    // Three candidate masks (the export's multimask output): the one the decoder rates best, as SAM 2's predictor picks.
+    // Three candidate masks (the export's multimask output): the one the decoder rates best, as SAM 2's examples keep.
     let best = 0;
     for (let k = 1; k < count; k++) if ((iou.data[k] ?? 0) > (iou.data[best] ?? 0)) best = k;
     const logits = masks.data.subarray(best * side * side, (best + 1) * side * side);
