@@ -62,6 +62,8 @@ export class JobQueue {
   readonly workerId = `${WORKER_ID_PREFIX}${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   private readonly workers: QueueWorkersStore;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** Set by `stop`: from then on the LISTEN connection must stay closed. */
+  private stopped = false;
 
   constructor(private readonly options: JobQueueOptions) {
     const { config, logger } = options;
@@ -71,6 +73,15 @@ export class JobQueue {
     backend.notificationChannel?.on("error", (error: unknown) =>
       logger.warn({ err: error }, "queue notification connection lost; reconnecting"),
     );
+    // A reconnect in flight when `stop` disconnected the channel (the database had cut its connection, and the
+    // backend retries with growing delays) finishes after it: it would check a pooled connection out for ever, and
+    // closing the pool waits on every connection checked out. Seen as a shutdown that hung under load, once a
+    // database had refused connections for a while (operations.test.ts). So a channel that comes back after `stop`
+    // is disconnected again.
+    const channel = backend.notificationChannel;
+    channel?.on("stateChange", (state: unknown) => {
+      if (this.stopped && state !== "disconnected") channel.disconnect().catch(() => undefined);
+    });
     backend.notificationChannel?.subscribeState?.((event) => {
       if (event.jobName !== JOB_SETTLED) return;
       for (const wake of this.settlementWatchers.get(String(event.jobId)) ?? []) wake();
@@ -197,6 +208,7 @@ export class JobQueue {
    * elsewhere at another worker's next heartbeat (this one's row is removed).
    */
   async stop(timeoutMs: number): Promise<void> {
+    this.stopped = true;
     clearInterval(this.heartbeat);
     await this.agenda.stop(false);
     if (this.running.size > 0) await this.waitForRunning(timeoutMs);
