@@ -123,6 +123,7 @@ export function promptFeeds(
   scale: { x: number; y: number },
   padding: boolean,
 ): { point_coords: Tensor; point_labels: Tensor } {
+  if (!box && points.length === 0) throw new EngineError("invalid_request", "The segmenter needs a box or at least one point.");
   const prompts = [
     ...points.map((point) => ({ x: point.x, y: point.y, label: point.include ? 1 : 0 })),
     ...(box
@@ -269,7 +270,6 @@ export class MinisamSegmenter implements PromptableSegmenter {
     context: WorkContext,
   ): Promise<PromptedMask> {
     throwIfCancelled(context.signal);
-    if (!box && points.length === 0) throw new EngineError("invalid_request", "The segmenter needs a box or at least one point.");
     const { scale } = embedding;
     const feeds: Record<string, Tensor> = {
       // A copy: the runner may move the buffer to its thread, and the embedding serves every prompt.

@@ -98,7 +98,6 @@ export class Sam2Segmenter extends MinisamSegmenter {
     context: WorkContext,
   ): Promise<PromptedMask> {
     throwIfCancelled(context.signal);
-    if (!box && points.length === 0) throw new EngineError("invalid_request", "The segmenter needs a box or at least one point.");
     const features = embedding.features ?? {};
     const feeds: Record<string, Tensor> = {
       // Copies: the runner may move the buffers to its thread, and the embedding serves every prompt.
